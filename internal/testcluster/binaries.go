@@ -1,0 +1,118 @@
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// PluginPackages maps each project plugin binary to the package that builds
+// it, relative to the repository root.
+var PluginPackages = map[string]string{
+	"nomad-device-accel": "./device-plugin",
+	"nomad-driver-ckpt":  "./task-driver",
+}
+
+// driverPlugins are the project plugins that are task drivers; clients are
+// ready only when these are detected and healthy.
+var driverPlugins = map[string]string{"nomad-driver-ckpt": "ckpt"}
+
+// driverNames lists the drivers every client must have healthy.
+func (c *Cluster) driverNames() []string {
+	names := []string{"raw_exec"}
+	entries, _ := os.ReadDir(c.pluginD)
+	for _, e := range entries {
+		if d, ok := driverPlugins[e.Name()]; ok {
+			names = append(names, d)
+		}
+	}
+	return names
+}
+
+var (
+	rootOnce sync.Once
+	rootDir  string
+	rootErr  error
+)
+
+// RepoRoot returns the repository root: the nearest parent of the working
+// directory whose go.mod declares the Allot module.
+func RepoRoot() (string, error) {
+	rootOnce.Do(func() {
+		dir, err := os.Getwd()
+		if err != nil {
+			rootErr = err
+			return
+		}
+		for {
+			data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+			if err == nil && strings.Contains(string(data), "module github.com/allot-sh/allot\n") {
+				rootDir = dir
+				return
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				rootErr = errors.New("repository root (go.mod of github.com/allot-sh/allot) not found above the working directory")
+				return
+			}
+			dir = parent
+		}
+	})
+	return rootDir, rootErr
+}
+
+// NomadBinary returns the Nomad agent to run: $NOMAD_BINARY when set, else
+// bin/nomad in the repository (built by `make bin/nomad`).
+func NomadBinary() (string, error) {
+	if p := os.Getenv("NOMAD_BINARY"); p != "" {
+		return p, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(root, "bin", "nomad")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is missing: run `make bin/nomad` (or make test) first: %w", p, err)
+	}
+	return p, nil
+}
+
+// buildPlugins builds the named project plugins into dir with `go build`,
+// so tests always load the code under test.
+func buildPlugins(dir string, names []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating plugin dir: %w", err)
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		pkg, ok := PluginPackages[name]
+		if !ok {
+			return fmt.Errorf("unknown plugin %q (known: %v)", name, keys(PluginPackages))
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building plugin %s: %w\n%s", name, err, out)
+		}
+	}
+	return nil
+}
+
+func keys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
