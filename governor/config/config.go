@@ -1,0 +1,156 @@
+// Package config holds the governor's one configuration type: defaults,
+// then an HCL file, then command-line flags, validated in one place with
+// every problem reported at once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"sort"
+	"time"
+)
+
+// DefaultListen is the governor's default listen address.
+const DefaultListen = "127.0.0.1:4680"
+
+// Config is the whole configuration of allot-governor.
+type Config struct {
+	// Listen is the address of the proxy, the /allot/v1 API and /metrics.
+	Listen string
+	// LogLevel is a go-hclog level name.
+	LogLevel string
+	// Nomad says how to reach Nomad with the governor's own token.
+	Nomad Nomad
+	// Governed lists glob patterns (path.Match) of namespaces the governor
+	// may govern; a namespace is governed when it matches one and carries
+	// allot.* meta. Default ["*"].
+	Governed []string
+	// Classes is the priority class table, by name.
+	Classes map[string]Class
+	// StarvationTimeout is how long a queue head that does not fit may be
+	// passed by smaller jobs.
+	StarvationTimeout time.Duration
+	// GangTimeout bounds how long an admitted job may wait for all its
+	// allocations to run (used by issue 6's requeue).
+	GangTimeout time.Duration
+	// CycleInterval is the period of the reconcile cycle when no event
+	// triggers one earlier.
+	CycleInterval time.Duration
+	// ResyncBackoffMax caps the back-off between full resyncs after errors.
+	ResyncBackoffMax time.Duration
+}
+
+// Nomad is how the governor reaches Nomad.
+type Nomad struct {
+	Address       string
+	Token         string
+	CACert        string
+	ClientCert    string
+	ClientKey     string
+	TLSServerName string
+	TLSSkipVerify bool
+}
+
+// Class is one priority class.
+type Class struct {
+	// Priority is the Nomad job priority the governor sets (1..100).
+	Priority int
+	// Preemptible tells whether jobs of the class may be preempted.
+	Preemptible bool
+	// Restricted classes are only for tenants whose allot.classes names them.
+	Restricted bool
+}
+
+// Default returns the configuration with every default from ARCHITECTURE.md.
+func Default() Config {
+	return Config{
+		Listen:   DefaultListen,
+		LogLevel: "info",
+		Nomad:    Nomad{Address: "http://127.0.0.1:4646"},
+		Governed: []string{"*"},
+		Classes: map[string]Class{
+			"production":  {Priority: 90, Preemptible: false, Restricted: true},
+			"high":        {Priority: 70, Preemptible: true},
+			"standard":    {Priority: 50, Preemptible: true},
+			"low":         {Priority: 30, Preemptible: true},
+			"best-effort": {Priority: 10, Preemptible: true},
+		},
+		StarvationTimeout: 10 * time.Minute,
+		GangTimeout:       10 * time.Minute,
+		CycleInterval:     5 * time.Second,
+		ResyncBackoffMax:  30 * time.Second,
+	}
+}
+
+// ClassNames returns the class names in a stable order.
+func (c *Config) ClassNames() []string {
+	names := make([]string, 0, len(c.Classes))
+	for n := range c.Classes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// GovernsNamespace reports whether ns matches one of the Governed patterns.
+func (c *Config) GovernsNamespace(ns string) bool {
+	for _, p := range c.Governed {
+		if ok, _ := path.Match(p, ns); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate reports every problem of c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen %q: %w", c.Listen, err))
+	}
+	if u, err := url.Parse(c.Nomad.Address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("nomad address %q: must be an http(s) URL", c.Nomad.Address))
+	}
+	if u, err := url.Parse(c.Nomad.Address); err == nil && u.Host == c.Listen {
+		errs = append(errs, fmt.Errorf("nomad address %q is the governor's own listen address (is NOMAD_ADDR pointing at the governor? use -nomad-addr)", c.Nomad.Address))
+	}
+	if u, err := url.Parse(c.Nomad.Address); err == nil && u.Host == c.Listen {
+		errs = append(errs, fmt.Errorf("nomad address %q is the governor's own listen address (is NOMAD_ADDR pointing at the governor? use -nomad-addr)", c.Nomad.Address))
+	}
+	for _, p := range c.Governed {
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("governed_namespaces pattern %q: %w", p, err))
+		}
+	}
+	errs = append(errs, c.validateClasses()...)
+	for name, d := range map[string]time.Duration{
+		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
+		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
+		}
+	}
+	sortErrs(errs)
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateClasses() []error {
+	var errs []error
+	if _, ok := c.Classes["standard"]; !ok {
+		errs = append(errs, errors.New(`class "standard" must exist: it is the default class`))
+	}
+	for name, cl := range c.Classes {
+		if cl.Priority < 1 || cl.Priority > 100 {
+			errs = append(errs, fmt.Errorf("class %q: priority %d is outside 1..100", name, cl.Priority))
+		}
+	}
+	return errs
+}
+
+func sortErrs(errs []error) {
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+}

@@ -1,0 +1,108 @@
+package config
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "governor.hcl")
+	must.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(nil, noEnv, io.Discard)
+	must.NoError(t, err)
+	must.Eq(t, "127.0.0.1:4680", c.Listen)
+	must.Eq(t, "http://127.0.0.1:4646", c.Nomad.Address)
+	must.Eq(t, Class{Priority: 90, Restricted: true}, c.Classes["production"])
+	must.Eq(t, Class{Priority: 10, Preemptible: true}, c.Classes["best-effort"])
+	must.Eq(t, []string{"best-effort", "high", "low", "production", "standard"}, c.ClassNames())
+	must.Eq(t, 10*time.Minute, c.StarvationTimeout)
+	must.True(t, c.GovernsNamespace("anything"))
+}
+
+func TestFileAndFlags(t *testing.T) {
+	p := writeFile(t, `
+listen = "127.0.0.1:9999"
+governed_namespaces = ["ml-*"]
+starvation_timeout = "2m"
+nomad {
+  address = "http://127.0.0.1:1111"
+  token   = "file-token"
+}
+class "urgent" {
+  priority   = 80
+  restricted = true
+}
+`)
+	env := func(k string) string { return map[string]string{"NOMAD_TOKEN": "env-token", "NOMAD_ADDR": "http://127.0.0.1:2222"}[k] }
+	c, err := Load([]string{"-config", p, "-nomad-addr", "http://127.0.0.1:3333"}, env, io.Discard)
+	must.NoError(t, err)
+	must.Eq(t, "127.0.0.1:9999", c.Listen)
+	must.Eq(t, "http://127.0.0.1:3333", c.Nomad.Address, must.Sprint("flag wins over file and env"))
+	must.Eq(t, "file-token", c.Nomad.Token, must.Sprint("file wins over env"))
+	must.Eq(t, 2*time.Minute, c.StarvationTimeout)
+	must.Eq(t, Class{Priority: 80, Preemptible: true, Restricted: true}, c.Classes["urgent"])
+	must.True(t, c.GovernsNamespace("ml-research"))
+	must.False(t, c.GovernsNamespace("default"))
+}
+
+func TestErrorsReportedAtOnce(t *testing.T) {
+	cases := map[string]struct {
+		file string
+		args []string
+		want []string
+	}{
+		"every bad value": {
+			file: `
+listen = "nowhere"
+starvation_timeout = "soon"
+gang_timeout = "-1s"
+governed_namespaces = ["[bad"]
+nomad { address = "127.0.0.1:4646" }
+class "standard" { priority = 0 }
+`,
+			want: []string{"starvation_timeout", "soon"},
+		},
+		"validation after load": {
+			file: `
+listen = "nowhere"
+gang_timeout = "-1s"
+governed_namespaces = ["[bad"]
+nomad { address = "127.0.0.1:4646" }
+class "standard" { priority = 0 }
+`,
+			want: []string{`listen "nowhere"`, "gang_timeout must be positive", `pattern "[bad"`,
+				"must be an http(s) URL", `class "standard": priority 0`},
+		},
+		"unknown attribute": {file: `colour = "blue"`, want: []string{"colour"}},
+		"governor pointing at itself": {
+			args: []string{"-nomad-addr", "http://127.0.0.1:4680"},
+			want: []string{"own listen address"},
+		},
+		"stray argument": {args: []string{"extra"}, want: []string{"unexpected arguments"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"-config", writeFile(t, tc.file)}, args...)
+			}
+			_, err := Load(args, noEnv, io.Discard)
+			must.Error(t, err)
+			for _, w := range tc.want {
+				must.StrContains(t, err.Error(), w)
+			}
+		})
+	}
+}

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/hcl/v2/hclsimple"
+)
+
+// fileConfig is the HCL shape of the config file. Every field is optional;
+// unset fields keep their defaults.
+type fileConfig struct {
+	Listen            *string      `hcl:"listen"`
+	LogLevel          *string      `hcl:"log_level"`
+	Governed          []string     `hcl:"governed_namespaces,optional"`
+	StarvationTimeout *string      `hcl:"starvation_timeout"`
+	GangTimeout       *string      `hcl:"gang_timeout"`
+	CycleInterval     *string      `hcl:"cycle_interval"`
+	ResyncBackoffMax  *string      `hcl:"resync_backoff_max"`
+	Nomad             *fileNomad   `hcl:"nomad,block"`
+	Classes           []*fileClass `hcl:"class,block"`
+}
+
+type fileNomad struct {
+	Address       *string `hcl:"address"`
+	Token         *string `hcl:"token"`
+	CACert        *string `hcl:"ca_cert"`
+	ClientCert    *string `hcl:"client_cert"`
+	ClientKey     *string `hcl:"client_key"`
+	TLSServerName *string `hcl:"tls_server_name"`
+	TLSSkipVerify *bool   `hcl:"tls_skip_verify"`
+}
+
+type fileClass struct {
+	Name        string `hcl:"name,label"`
+	Priority    int    `hcl:"priority"`
+	Preemptible *bool  `hcl:"preemptible"`
+	Restricted  *bool  `hcl:"restricted"`
+}
+
+// LoadFile applies the HCL file at path over c. A class block replaces the
+// default class of that name (or adds a class). Every problem of the file
+// is reported at once.
+func (c *Config) LoadFile(path string) error {
+	var f fileConfig
+	if err := hclsimple.DecodeFile(path, nil, &f); err != nil {
+		return fmt.Errorf("reading config %s: %w", path, err)
+	}
+	errs := c.applyFile(&f)
+	if len(errs) > 0 {
+		return fmt.Errorf("config %s: %w", path, errors.Join(errs...))
+	}
+	return nil
+}
+
+func (c *Config) applyFile(f *fileConfig) []error {
+	var errs []error
+	setStr(&c.Listen, f.Listen)
+	setStr(&c.LogLevel, f.LogLevel)
+	if f.Governed != nil {
+		c.Governed = f.Governed
+	}
+	for name, d := range map[string]struct {
+		dst *time.Duration
+		src *string
+	}{
+		"starvation_timeout": {&c.StarvationTimeout, f.StarvationTimeout},
+		"gang_timeout":       {&c.GangTimeout, f.GangTimeout},
+		"cycle_interval":     {&c.CycleInterval, f.CycleInterval},
+		"resync_backoff_max": {&c.ResyncBackoffMax, f.ResyncBackoffMax},
+	} {
+		if err := setDuration(d.dst, d.src); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if n := f.Nomad; n != nil {
+		setStr(&c.Nomad.Address, n.Address)
+		setStr(&c.Nomad.Token, n.Token)
+		setStr(&c.Nomad.CACert, n.CACert)
+		setStr(&c.Nomad.ClientCert, n.ClientCert)
+		setStr(&c.Nomad.ClientKey, n.ClientKey)
+		setStr(&c.Nomad.TLSServerName, n.TLSServerName)
+		if n.TLSSkipVerify != nil {
+			c.Nomad.TLSSkipVerify = *n.TLSSkipVerify
+		}
+	}
+	for _, fc := range f.Classes {
+		cl := Class{Priority: fc.Priority, Preemptible: true}
+		if fc.Preemptible != nil {
+			cl.Preemptible = *fc.Preemptible
+		}
+		if fc.Restricted != nil {
+			cl.Restricted = *fc.Restricted
+		}
+		c.Classes[fc.Name] = cl
+	}
+	sortErrs(errs)
+	return errs
+}
+
+func setStr(dst, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func setDuration(dst *time.Duration, src *string) error {
+	if src == nil {
+		return nil
+	}
+	d, err := time.ParseDuration(*src)
+	if err != nil {
+		return err
+	}
+	*dst = d
+	return nil
+}

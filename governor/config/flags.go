@@ -1,0 +1,55 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Load builds the configuration of allot-governor from defaults, the file
+// named by -config and the other flags (flags win over the file), reading
+// NOMAD_ADDR and NOMAD_TOKEN from env as defaults for the Nomad flags.
+// The result is validated.
+func Load(args []string, env func(string) string, stderr io.Writer) (Config, error) {
+	if env == nil {
+		env = os.Getenv
+	}
+	fs := flag.NewFlagSet("allot-governor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		file   = fs.String("config", "", "path of an HCL config file")
+		addr   = fs.String("nomad-addr", "", "Nomad HTTP address (default $NOMAD_ADDR or http://127.0.0.1:4646)")
+		token  = fs.String("nomad-token", "", "the governor's own Nomad ACL token (default $NOMAD_TOKEN)")
+		listen = fs.String("listen", "", "listen address of the proxy and API (default "+DefaultListen+")")
+		level  = fs.String("log-level", "", "log level: trace, debug, info, warn, error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	c := Default()
+	setEnv(&c.Nomad.Address, env("NOMAD_ADDR"))
+	setEnv(&c.Nomad.Token, env("NOMAD_TOKEN"))
+	if *file != "" {
+		if err := c.LoadFile(*file); err != nil {
+			return Config{}, err
+		}
+	}
+	setEnv(&c.Nomad.Address, *addr)
+	setEnv(&c.Nomad.Token, *token)
+	setEnv(&c.Listen, *listen)
+	setEnv(&c.LogLevel, *level)
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+func setEnv(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}

@@ -1,0 +1,78 @@
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// ErrBadAmount is wrapped by every error about an unparsable amount.
+var ErrBadAmount = errors.New("bad amount")
+
+// memoryUnits maps a memory suffix to its size in MiB (as a fraction for
+// the sub-MiB units, which must still come out whole).
+var memoryUnits = []struct {
+	suffix string
+	mib    float64
+}{
+	{"TiB", 1024 * 1024}, {"GiB", 1024}, {"MiB", 1}, {"KiB", 1.0 / 1024},
+	{"TB", 1e12 / (1 << 20)}, {"GB", 1e9 / (1 << 20)}, {"MB", 1e6 / (1 << 20)},
+}
+
+// cpuUnits maps a CPU suffix to MHz.
+var cpuUnits = []struct {
+	suffix string
+	mhz    float64
+}{{"GHz", 1000}, {"MHz", 1}}
+
+// ParseAmount parses the amount of resource res: a non-negative integer,
+// for memory optionally with a unit (64GiB, 512 MiB, 2TB; bare numbers are
+// MiB) and for cpu optionally MHz or GHz.
+func ParseAmount(res, s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty value", ErrBadAmount)
+	}
+	switch res {
+	case Memory:
+		for _, u := range memoryUnits {
+			if num, ok := strings.CutSuffix(s, u.suffix); ok {
+				return scaled(s, num, u.mib)
+			}
+		}
+	case CPU:
+		for _, u := range cpuUnits {
+			if num, ok := strings.CutSuffix(s, u.suffix); ok {
+				return scaled(s, num, u.mhz)
+			}
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %q is not a non-negative whole number%s", ErrBadAmount, s, unitHint(res))
+	}
+	return n, nil
+}
+
+func scaled(orig, num string, factor float64) (int64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("%w: %q is not a non-negative number with a unit", ErrBadAmount, orig)
+	}
+	v := f * factor
+	if v != float64(int64(v)) || v > 1<<53 {
+		return 0, fmt.Errorf("%w: %q is not a whole number of base units", ErrBadAmount, orig)
+	}
+	return int64(v), nil
+}
+
+func unitHint(res string) string {
+	switch res {
+	case Memory:
+		return " (MiB, or with a unit: 512MiB, 64GiB, 1TiB)"
+	case CPU:
+		return " (MHz, or with a unit: 2GHz)"
+	}
+	return " (a device count)"
+}
