@@ -45,7 +45,9 @@ class "urgent" {
   restricted = true
 }
 `)
-	env := func(k string) string { return map[string]string{"NOMAD_TOKEN": "env-token", "NOMAD_ADDR": "http://127.0.0.1:2222"}[k] }
+	env := func(k string) string {
+		return map[string]string{"NOMAD_TOKEN": "env-token", "NOMAD_ADDR": "http://127.0.0.1:2222"}[k]
+	}
 	c, err := Load([]string{"-config", p, "-nomad-addr", "http://127.0.0.1:3333"}, env, io.Discard)
 	must.NoError(t, err)
 	must.Eq(t, "127.0.0.1:9999", c.Listen)
