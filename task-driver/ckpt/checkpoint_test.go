@@ -1,0 +1,145 @@
+package ckpt
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+func loc() Location {
+	return Location{Namespace: "ml", Job: "train", Group: "g", AllocIndex: "0", Task: "t"}
+}
+
+func TestLocationDir(t *testing.T) {
+	cases := map[string]struct {
+		edit    func(*Location)
+		want    string
+		wantErr bool
+	}{
+		"plain":                     {edit: func(*Location) {}, want: "/ck/ml/train/g/0/t"},
+		"dispatched job id escaped": {edit: func(l *Location) { l.Job = "train/dispatch-1" }, want: "/ck/ml/train%2Fdispatch-1/g/0/t"},
+		"dot dot job":               {edit: func(l *Location) { l.Job = ".." }, wantErr: true},
+		"dot task":                  {edit: func(l *Location) { l.Task = "." }, wantErr: true},
+		"traversal in group":        {edit: func(l *Location) { l.Group = "../../etc" }, want: "/ck/ml/train/..%2F..%2Fetc/0/t"},
+		"absolute namespace":        {edit: func(l *Location) { l.Namespace = "/etc" }, want: "/ck/%2Fetc/train/g/0/t"},
+		"empty namespace":           {edit: func(l *Location) { l.Namespace = "" }, wantErr: true},
+		"nul byte":                  {edit: func(l *Location) { l.Task = "a\x00b" }, wantErr: true},
+		"backslash":                 {edit: func(l *Location) { l.Task = `a\..` }, want: "/ck/ml/train/g/0/a%5C.."},
+		"percent stays unambiguous": {edit: func(l *Location) { l.Job = "a%2Fb" }, want: "/ck/ml/a%252Fb/g/0/t"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l := loc()
+			tc.edit(&l)
+			got, err := l.Dir("/ck")
+			if tc.wantErr {
+				must.ErrorIs(t, err, ErrBadName)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.want, got)
+			rel, err := filepath.Rel("/ck", got)
+			must.NoError(t, err)
+			must.False(t, strings.HasPrefix(rel, ".."))
+			must.Eq(t, 5, len(strings.Split(rel, "/")))
+		})
+	}
+}
+
+func TestPrepareDirOwnerOnly(t *testing.T) {
+	root := t.TempDir()
+	dir, err := loc().Dir(root)
+	must.NoError(t, err)
+	must.NoError(t, prepareDir(dir, ""))
+	info, err := os.Stat(dir)
+	must.NoError(t, err)
+	must.Eq(t, fs.FileMode(0o700), info.Mode().Perm())
+	parent, err := os.Stat(filepath.Dir(dir))
+	must.NoError(t, err)
+	must.Eq(t, fs.FileMode(0o711), parent.Mode().Perm())
+	must.NoError(t, prepareDir(dir, ""), must.Sprint("preparing an existing dir again"))
+	must.Error(t, prepareDir(dir, "no-such-user-allot"))
+}
+
+func TestParseLatest(t *testing.T) {
+	cases := map[string]struct {
+		data     string
+		wantPath string
+		wantStep int64
+		wantErr  bool
+	}{
+		"path and step":         {data: "/ck/step-5\n5\n", wantPath: "/ck/step-5", wantStep: 5},
+		"path only":             {data: "/ck/step-5\n", wantPath: "/ck/step-5", wantStep: -1},
+		"relative path":         {data: "step-9\n9", wantPath: "/dir/step-9", wantStep: 9},
+		"blank lines and space": {data: "\n  /ck/x  \n\n 3 \n", wantPath: "/ck/x", wantStep: 3},
+		"empty":                 {data: "\n\n", wantErr: true},
+		"bad step":              {data: "/ck/x\nfive\n", wantErr: true},
+		"negative step":         {data: "/ck/x\n-1\n", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, err := parseLatest("/dir", tc.data)
+			if tc.wantErr {
+				must.Error(t, err)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.wantPath, l.Path)
+			must.Eq(t, tc.wantStep, l.Step)
+		})
+	}
+}
+
+func TestReadLatestMissing(t *testing.T) {
+	_, err := ReadLatest(t.TempDir())
+	must.True(t, errors.Is(err, fs.ErrNotExist))
+}
+
+func TestTaskEnv(t *testing.T) {
+	env := taskEnv("/ck/d", "SIGUSR1", nil)
+	must.MapEq(t, map[string]string{EnvCheckpointDir: "/ck/d", EnvCheckpointSignal: "SIGUSR1"}, env)
+	env = taskEnv("/ck/d", "SIGUSR2", &Latest{Path: "/ck/d/s-4", Step: 4})
+	must.Eq(t, "/ck/d/s-4", env[EnvResumeFrom])
+	must.Eq(t, "4", env[EnvResumeStep])
+}
+
+func TestLatestWatcherRateLimits(t *testing.T) {
+	start := time.Unix(1000, 0)
+	w := latestWatcher{interval: 30 * time.Second, prevTime: start}
+	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
+	v := func(step int64, s int) Latest {
+		return Latest{Path: "/p", Step: step, ModTime: at(s), raw: string(rune('a' + step))}
+	}
+	type obs struct {
+		l        Latest
+		ok       bool
+		now      int
+		wantStep int64 // -2: no event
+	}
+	steps := []obs{
+		{ok: false, now: 1, wantStep: -2},
+		{l: v(1, 10), ok: true, now: 10, wantStep: 1},
+		{l: v(1, 10), ok: true, now: 11, wantStep: -2},
+		{l: v(2, 15), ok: true, now: 15, wantStep: -2},
+		{l: v(3, 20), ok: true, now: 20, wantStep: -2},
+		{l: v(3, 20), ok: true, now: 40, wantStep: 3},
+		{l: v(3, 20), ok: true, now: 80, wantStep: -2},
+		{l: v(4, 90), ok: true, now: 90, wantStep: 4},
+	}
+	for i, o := range steps {
+		ev, emitted := w.observe(o.l, o.ok, at(o.now))
+		if o.wantStep == -2 {
+			must.False(t, emitted, must.Sprintf("observation %d emitted %q", i, ev.msg))
+			continue
+		}
+		must.True(t, emitted, must.Sprintf("observation %d", i))
+		must.Eq(t, triggerPeriodic, ev.ann[AnnTrigger])
+		must.StrContains(t, ev.msg, "step "+string(rune('0'+o.wantStep)))
+	}
+}

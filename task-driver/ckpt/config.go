@@ -1,0 +1,173 @@
+package ckpt
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/nomad/plugins/shared/hclspec"
+)
+
+// Defaults of the plugin config, also declared in configSpec.
+const (
+	defaultCheckpointRoot = "/var/lib/allot/checkpoints"
+	defaultSignal         = "SIGUSR1"
+	defaultTimeout        = "60s"
+	defaultSavedInterval  = "30s"
+	defaultPollInterval   = "500ms"
+)
+
+// configSpec is the plugin's agent config (plugin "nomad-driver-ckpt" { config { … } }).
+var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
+	"checkpoint_root": hclspec.NewDefault(
+		hclspec.NewAttr("checkpoint_root", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", defaultCheckpointRoot))),
+	"default_signal": hclspec.NewDefault(
+		hclspec.NewAttr("default_signal", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", defaultSignal))),
+	"default_timeout": hclspec.NewDefault(
+		hclspec.NewAttr("default_timeout", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", defaultTimeout))),
+	"saved_event_interval": hclspec.NewDefault(
+		hclspec.NewAttr("saved_event_interval", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", defaultSavedInterval))),
+	"poll_interval": hclspec.NewDefault(
+		hclspec.NewAttr("poll_interval", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", defaultPollInterval))),
+	"no_cgroups": hclspec.NewDefault(
+		hclspec.NewAttr("no_cgroups", "bool", false),
+		hclspec.NewLiteral("false")),
+})
+
+// taskConfigSpec is the driver config of a task in a jobspec.
+var taskConfigSpec = hclspec.NewObject(map[string]*hclspec.Spec{
+	"command": hclspec.NewAttr("command", "string", true),
+	"args":    hclspec.NewAttr("args", "list(string)", false),
+	"checkpoint": hclspec.NewBlock("checkpoint", false, hclspec.NewObject(map[string]*hclspec.Spec{
+		"signal":  hclspec.NewAttr("signal", "string", false),
+		"timeout": hclspec.NewAttr("timeout", "string", false),
+	})),
+})
+
+// Config is the plugin config as decoded from the agent's plugin block.
+type Config struct {
+	// CheckpointRoot is the absolute directory under which every task gets
+	// its checkpoint directory. Several nodes need it on shared storage.
+	CheckpointRoot string `codec:"checkpoint_root"`
+	// DefaultSignal is the checkpoint signal of tasks that name none.
+	DefaultSignal string `codec:"default_signal"`
+	// DefaultTimeout is the checkpoint timeout of tasks that name none.
+	DefaultTimeout string `codec:"default_timeout"`
+	// SavedEventInterval rate-limits "Checkpoint saved" events for
+	// checkpoints that tasks write on their own.
+	SavedEventInterval string `codec:"saved_event_interval"`
+	// PollInterval is how often LATEST is checked.
+	PollInterval string `codec:"poll_interval"`
+	// NoCgroups disables the executor's cgroup containment.
+	NoCgroups bool `codec:"no_cgroups"`
+}
+
+// settings is a validated Config.
+type settings struct {
+	root          string
+	signal        syscall.Signal
+	signalName    string
+	timeout       time.Duration
+	savedInterval time.Duration
+	pollInterval  time.Duration
+	noCgroups     bool
+}
+
+// validate checks every field and reports every problem at once.
+func (c *Config) validate() (settings, error) {
+	var errs []error
+	s := settings{root: c.CheckpointRoot, noCgroups: c.NoCgroups}
+	if s.root == "" || !filepath.IsAbs(s.root) {
+		errs = append(errs, fmt.Errorf("checkpoint_root %q must be an absolute path", s.root))
+	}
+	s.root = filepath.Clean(s.root)
+	var err error
+	if s.signalName, s.signal, err = parseSignal(c.DefaultSignal); err != nil {
+		errs = append(errs, fmt.Errorf("default_signal: %w", err))
+	}
+	durations := []struct {
+		name string
+		src  string
+		dst  *time.Duration
+	}{
+		{"default_timeout", c.DefaultTimeout, &s.timeout},
+		{"saved_event_interval", c.SavedEventInterval, &s.savedInterval},
+		{"poll_interval", c.PollInterval, &s.pollInterval},
+	}
+	for _, d := range durations {
+		if *d.dst, err = parsePositive(d.src); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return settings{}, fmt.Errorf("invalid ckpt plugin config: %w", err)
+	}
+	return s, nil
+}
+
+// TaskConfig is the driver config of one task.
+type TaskConfig struct {
+	// Command is the program to run.
+	Command string `codec:"command"`
+	// Args are its arguments.
+	Args []string `codec:"args"`
+	// Checkpoint says how the task is asked to checkpoint.
+	Checkpoint CheckpointConfig `codec:"checkpoint"`
+}
+
+// CheckpointConfig is the task's checkpoint block.
+type CheckpointConfig struct {
+	// Signal is sent to the task's process group when it must stop.
+	Signal string `codec:"signal"`
+	// Timeout bounds the wait for the checkpoint.
+	Timeout string `codec:"timeout"`
+}
+
+// taskSettings is a validated TaskConfig with the plugin defaults applied.
+type taskSettings struct {
+	signal     syscall.Signal
+	signalName string
+	timeout    time.Duration
+}
+
+// validate checks the task config against the plugin defaults.
+func (tc *TaskConfig) validate(defaults settings) (taskSettings, error) {
+	var errs []error
+	if tc.Command == "" {
+		errs = append(errs, errors.New("command must not be empty"))
+	}
+	ts := taskSettings{signal: defaults.signal, signalName: defaults.signalName, timeout: defaults.timeout}
+	var err error
+	if tc.Checkpoint.Signal != "" {
+		if ts.signalName, ts.signal, err = parseSignal(tc.Checkpoint.Signal); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint.signal: %w", err))
+		}
+	}
+	if tc.Checkpoint.Timeout != "" {
+		if ts.timeout, err = parsePositive(tc.Checkpoint.Timeout); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint.timeout: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return taskSettings{}, fmt.Errorf("invalid ckpt task config: %w", err)
+	}
+	return ts, nil
+}
+
+func parsePositive(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("parsing duration %q: %w", s, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("duration %q must be positive", s)
+	}
+	return d, nil
+}
