@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"math"
+	"sort"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// account is one tenant's accounting during a cycle.
+type account struct {
+	t      *Tenant
+	usage  quota.Vector
+	share  float64
+	queued int
+	cohort *cohort
+	// version counts changes of usage during the cycle.
+	version uint64
+}
+
+// cohort is a sharing group of tenants.
+type cohort struct {
+	name    string
+	members []*account
+	// governed lists the resources any member declares; only those are
+	// checked against quotas for the cohort's tenants.
+	governed map[string]bool
+	// nominal sums the members' nominal quotas.
+	nominal quota.Vector
+	// version counts changes of any member's usage during the cycle.
+	version uint64
+}
+
+// use adds an admitted request to the tenant's usage.
+func (a *account) use(v quota.Vector) {
+	a.usage.Add(v)
+	a.version++
+	a.cohort.version++
+}
+
+// newAccounts builds an account per tenant and the cohorts, in a stable
+// order.
+func newAccounts(tenants map[string]*Tenant) map[string]*account {
+	names := make([]string, 0, len(tenants))
+	for ns := range tenants {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	accts := make(map[string]*account, len(tenants))
+	cohorts := map[string]*cohort{}
+	for _, ns := range names {
+		t := tenants[ns]
+		co := cohorts[t.Cohort]
+		if co == nil {
+			co = &cohort{name: t.Cohort, governed: map[string]bool{}, nominal: quota.Vector{}}
+			cohorts[t.Cohort] = co
+		}
+		a := &account{t: t, usage: quota.Vector{}, cohort: co}
+		co.members = append(co.members, a)
+		co.nominal.Add(t.Quota)
+		for _, v := range []quota.Vector{t.Quota, t.Limit, t.Lend} {
+			for r := range v {
+				co.governed[r] = true
+			}
+		}
+		accts[ns] = a
+	}
+	return accts
+}
+
+// borrowable is how much of resource r the cohort can still lend to a:
+// the other members' unused lendable nominal minus what the other members
+// already borrow.
+func (a *account) borrowable(r string) int64 {
+	var free, borrowed int64
+	for _, m := range a.cohort.members {
+		if m == a {
+			continue
+		}
+		q, u := m.t.Quota[r], m.usage[r]
+		free += max64(0, min64(m.t.LendCap(r), q-u))
+		borrowed += max64(0, u-q)
+	}
+	return max64(0, free-borrowed)
+}
+
+// checkLimit checks usage + req against the tenant's hard limits.
+func (a *account) checkLimit(req quota.Vector) Check {
+	c := Check{Name: "limit", OK: true, Tenant: a.t.Namespace}
+	for _, r := range req.Keys() {
+		lim, has := a.t.Limit[r]
+		if req[r] <= 0 || !has || !a.cohort.governed[r] {
+			continue
+		}
+		am := Amount{Resource: r, Need: req[r], Used: a.usage[r], Cap: lim}
+		am.Over = am.Used+am.Need > lim
+		c.add(am)
+	}
+	return c.withMetaErr(a.t.Err)
+}
+
+// checkQuota checks that req fits the tenant's unused nominal quota plus
+// what its cohort can lend.
+func (a *account) checkQuota(req quota.Vector) Check {
+	c := Check{Name: "quota", OK: true, Tenant: a.t.Namespace, Cohort: a.cohort.name}
+	for _, r := range req.Keys() {
+		if req[r] <= 0 || !a.cohort.governed[r] {
+			continue
+		}
+		am := Amount{Resource: r, Need: req[r], Used: a.usage[r], Cap: a.t.Quota[r], Borrowable: -1}
+		if am.Used+am.Need > am.Cap {
+			am.Borrowable = a.borrowable(r)
+			am.Over = am.Used+am.Need > am.Cap+am.Borrowable
+		}
+		c.add(am)
+	}
+	return c.withMetaErr(a.t.Err)
+}
+
+// computeShare sets the weighted dominant-resource share: the largest
+// fraction of any governed resource's cohort nominal (or, when the cohort
+// has none, of the cluster's capacity) that the tenant uses, divided by
+// its weight.
+func (a *account) computeShare(cluster quota.Vector) {
+	best := 0.0
+	for r, u := range a.usage {
+		if u <= 0 || !a.cohort.governed[r] {
+			continue
+		}
+		total := a.cohort.nominal[r]
+		if total <= 0 {
+			total = cluster[r]
+		}
+		if total > 0 {
+			best = math.Max(best, float64(u)/float64(total))
+		}
+	}
+	a.share = best / a.t.Weight
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func min64(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
+}

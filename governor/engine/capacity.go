@@ -1,0 +1,266 @@
+package engine
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// freeNode is the capacity of one node left free in this cycle.
+type freeNode struct {
+	node     *Node
+	cpu, mem int64
+	dev      []int // free instances, parallel to node.Devices
+}
+
+// take is one reservation on a node, kept so a failed gang can be undone.
+type take struct {
+	fn       *freeNode
+	cpu, mem int64
+	dev      []devTake
+}
+
+// devTake is a number of instances taken from one device group of a node.
+type devTake struct{ idx, n int }
+
+// taken returns how many instances of device group idx tk already holds.
+func (tk *take) taken(idx int) int {
+	for _, d := range tk.dev {
+		if d.idx == idx {
+			return d.n
+		}
+	}
+	return 0
+}
+
+// capacity is the free-capacity snapshot of a cycle. It only shrinks
+// during a cycle, so a job shape that did not fit never fits later in the
+// same cycle; failed remembers those shapes.
+type capacity struct {
+	nodes  []*freeNode
+	byID   map[string]*freeNode
+	byPool map[string][]*freeNode
+	m      *matcher
+	failed map[string]string
+}
+
+// newCapacity builds the free capacity: node capacity minus every live
+// allocation on it.
+func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
+	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}}
+	for _, n := range nodes {
+		fn := &freeNode{node: n, cpu: n.CPU, mem: n.MemoryMB, dev: make([]int, len(n.Devices))}
+		for i, d := range n.Devices {
+			fn.dev[i] = d.Healthy
+		}
+		c.nodes = append(c.nodes, fn)
+	}
+	sort.Slice(c.nodes, func(i, j int) bool { return c.nodes[i].node.ID < c.nodes[j].node.ID })
+	for _, fn := range c.nodes {
+		c.byID[fn.node.ID] = fn
+		c.byPool[fn.node.Pool] = append(c.byPool[fn.node.Pool], fn)
+	}
+	for _, a := range allocs {
+		if fn := c.byID[a.NodeID]; fn != nil && a.Live {
+			fn.cpu -= a.CPU
+			fn.mem -= a.MemoryMB
+			for i, d := range fn.node.Devices {
+				fn.dev[i] -= a.Devices[d.ID()]
+			}
+		}
+	}
+	return c
+}
+
+// candidates returns the nodes of the job's pool in a stable order.
+func (c *capacity) candidates(j *Job) []*freeNode {
+	switch j.NodePool {
+	case "all":
+		return c.nodes
+	case "":
+		return c.byPool["default"]
+	}
+	return c.byPool[j.NodePool]
+}
+
+// fitResult is the outcome of fitting a whole job (gang).
+type fitResult struct {
+	ok     bool
+	takes  []take
+	models quota.Vector // device instances by vendor/type/model
+	detail string
+}
+
+// fit places every missing allocation of job j (missing[g] per group) on
+// the free capacity, all or nothing. On success the capacity is reduced.
+func (c *capacity) fit(j *Job, missing []int) fitResult {
+	key := shapeKey(j, missing)
+	return c.fitKeyed(j, missing, key)
+}
+
+// fitKeyed is fit with the job's shape key already computed.
+func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
+	if detail, failed := c.failed[key]; failed {
+		return fitResult{detail: detail}
+	}
+	res := fitResult{ok: true, models: quota.Vector{}}
+	nodes := c.candidates(j)
+	for gi := range j.Groups {
+		if missing[gi] <= 0 {
+			continue
+		}
+		g := &j.Groups[gi]
+		placed := c.fitGroup(j, g, missing[gi], nodes, &res)
+		if placed < missing[gi] {
+			c.undo(res.takes)
+			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes)}
+			c.failed[key] = res.detail
+			return res
+		}
+	}
+	return res
+}
+
+// fitGroup packs up to n allocations of g onto nodes, first fit in node
+// order, and returns how many it placed.
+func (c *capacity) fitGroup(j *Job, g *Group, n int, nodes []*freeNode, res *fitResult) int {
+	placed := 0
+	for _, fn := range nodes {
+		if placed == n {
+			break
+		}
+		if !c.eligible(fn, j, g) {
+			continue
+		}
+		for placed < n {
+			tk, ok := c.place(fn, g)
+			if !ok {
+				break
+			}
+			res.takes = append(res.takes, tk)
+			for _, dt := range tk.dev {
+				d := &fn.node.Devices[dt.idx]
+				res.models[d.ID()] += int64(dt.n)
+				res.models[d.Type] += int64(dt.n)
+			}
+			placed++
+		}
+	}
+	return placed
+}
+
+func (c *capacity) eligible(fn *freeNode, j *Job, g *Group) bool {
+	n := fn.node
+	return n.Ready && dcMatches(j.Datacenters, n.Datacenter) &&
+		c.m.nodeOK(n, j.Constraints) && c.m.nodeOK(n, g.Constraints)
+}
+
+// place reserves one allocation of g on fn, if it fits.
+func (c *capacity) place(fn *freeNode, g *Group) (take, bool) {
+	if fn.cpu < g.CPU || fn.mem < g.MemoryMB {
+		return take{}, false
+	}
+	tk := take{fn: fn, cpu: g.CPU, mem: g.MemoryMB}
+	for _, req := range g.Devices {
+		idx := c.deviceFor(fn, req, &tk)
+		if idx < 0 {
+			return take{}, false
+		}
+		tk.dev = append(tk.dev, devTake{idx, req.Count})
+	}
+	fn.cpu -= tk.cpu
+	fn.mem -= tk.mem
+	for _, dt := range tk.dev {
+		fn.dev[dt.idx] -= dt.n
+	}
+	return tk, true
+}
+
+// deviceFor finds a device group of fn that serves req after the amounts
+// already taken by the same allocation; -1 when none does.
+func (c *capacity) deviceFor(fn *freeNode, req DeviceRequest, tk *take) int {
+	for i := range fn.node.Devices {
+		d := &fn.node.Devices[i]
+		if fn.dev[i]-tk.taken(i) >= req.Count && deviceNameMatches(req.Name, d) && c.m.deviceOK(d, req.Constraints) {
+			return i
+		}
+	}
+	return -1
+}
+
+// undo gives back the capacity of takes.
+func (c *capacity) undo(takes []take) {
+	for _, tk := range takes {
+		tk.fn.cpu += tk.cpu
+		tk.fn.mem += tk.mem
+		for _, dt := range tk.dev {
+			tk.fn.dev[dt.idx] += dt.n
+		}
+	}
+}
+
+func dcMatches(patterns []string, dc string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, dc); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// shapeKey identifies everything fit depends on, so equal shapes share
+// the outcome of a failed fit.
+func shapeKey(j *Job, missing []int) string {
+	b := make([]byte, 0, 128)
+	b = append(b, j.NodePool...)
+	for _, dc := range j.Datacenters {
+		b = append(append(b, '|'), dc...)
+	}
+	b = appendConstraints(b, j.Constraints)
+	for i, g := range j.Groups {
+		b = append(b, "|g"...)
+		b = strconv.AppendInt(b, int64(missing[i]), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, g.CPU, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, g.MemoryMB, 10)
+		b = appendConstraints(b, g.Constraints)
+		for _, d := range g.Devices {
+			b = append(append(b, "|d"...), d.Name...)
+			b = strconv.AppendInt(append(b, 'x'), int64(d.Count), 10)
+			b = appendConstraints(b, d.Constraints)
+		}
+	}
+	return string(b)
+}
+
+func appendConstraints(b []byte, cs []Constraint) []byte {
+	for _, c := range cs {
+		b = append(append(append(append(append(append(b, "|c"...), c.LTarget...), 0), c.Operand...), 0), c.RTarget...)
+	}
+	return b
+}
+
+func fitDetail(j *Job, g *Group, placed, want int, nodes []*freeNode) string {
+	pool := j.NodePool
+	if pool == "" {
+		pool = "default"
+	}
+	return fmt.Sprintf("group %q: only %d of %d allocations (each %s) fit on the free capacity of node pool %s (%d nodes)",
+		g.Name, placed, want, groupShape(g), pool, len(nodes))
+}
+
+func groupShape(g *Group) string {
+	parts := []string{fmt.Sprintf("cpu %d MHz", g.CPU), fmt.Sprintf("memory %d MiB", g.MemoryMB)}
+	for _, d := range g.Devices {
+		parts = append(parts, fmt.Sprintf("%d %s", d.Count, d.Name))
+	}
+	return strings.Join(parts, ", ")
+}

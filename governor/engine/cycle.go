@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"sort"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// cycle holds the working state of one Decide call.
+type cycle struct {
+	cfg      Config
+	s        *Snapshot
+	plan     *Plan
+	cap      *capacity
+	accts    map[string]*account
+	byJob    map[string][]*Alloc
+	starving map[string]*Job // node pool → starving queue head
+	// starveVer counts changes of starving; memo holds failed checks.
+	starveVer uint64
+	memo      map[string]memoEntry
+}
+
+// Decide runs one admission cycle over snapshot s. It is pure and
+// deterministic: the same snapshot always gives the same plan.
+//
+// Steps, in order: account what runs and what admitted jobs still need
+// (reserving their capacity), hold jobs registered straight to Nomad that
+// push their tenant over a limit, order the queue, then admit queued jobs
+// one by one while every check passes.
+func Decide(cfg Config, s *Snapshot) *Plan {
+	cy := &cycle{
+		cfg:      cfg,
+		s:        s,
+		plan:     &Plan{Now: s.Now, Verdicts: map[string]*Verdict{}},
+		cap:      newCapacity(s.Nodes, s.Allocs, newMatcher()),
+		accts:    newAccounts(s.Tenants),
+		byJob:    map[string][]*Alloc{},
+		starving: map[string]*Job{},
+		memo:     map[string]memoEntry{},
+	}
+	for _, a := range s.Allocs {
+		cy.byJob[a.Namespace+"/"+a.JobID] = append(cy.byJob[a.Namespace+"/"+a.JobID], a)
+		if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
+			acct.usage.Add(allocVector(a))
+		}
+	}
+	jobs := sortedJobs(s.Jobs)
+	cy.reserveRunning(jobs)
+	cy.holdDirectOverLimit(jobs)
+	cy.shares()
+	cy.admitQueue(cy.queue(jobs))
+	cy.finish()
+	return cy.plan
+}
+
+// sortedJobs returns the jobs ordered by namespace and ID.
+func sortedJobs(in []*Job) []*Job {
+	jobs := append([]*Job(nil), in...)
+	sort.Slice(jobs, func(i, j int) bool { return jobLess(jobs[i], jobs[j]) })
+	return jobs
+}
+
+// jobLess orders jobs by namespace, then ID.
+func jobLess(a, b *Job) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.ID < b.ID
+}
+
+// missing returns, per group, how many allocations of j Nomad has not
+// placed yet.
+func (cy *cycle) missing(j *Job) []int {
+	out := make([]int, len(j.Groups))
+	if j.Dead {
+		return out
+	}
+	allocs := cy.byJob[j.Key()]
+	for i, g := range j.Groups {
+		out[i] = g.Count
+		for _, a := range allocs {
+			if a.Group == g.Name {
+				out[i]--
+			}
+		}
+	}
+	return out
+}
+
+// reserveRunning reserves, in tenant usage and in free capacity, what
+// admitted and direct jobs still need to place.
+func (cy *cycle) reserveRunning(jobs []*Job) {
+	for _, j := range jobs {
+		if j.State != Admitted && j.State != Direct {
+			continue
+		}
+		missing := cy.missing(j)
+		fit := cy.cap.fit(j, missing)
+		if acct := cy.accts[j.Namespace]; acct != nil {
+			req := requestVector(j, missing)
+			if fit.ok {
+				req = withModels(j, missing, fit.models)
+			}
+			acct.usage.Add(req)
+		}
+		if v := cy.verdict(j); v != nil {
+			v.Reason = j.State.String() + ": running under Nomad"
+		}
+	}
+}
+
+// holdDirectOverLimit holds jobs registered straight to Nomad, newest
+// first, while their tenant is over a hard limit.
+func (cy *cycle) holdDirectOverLimit(jobs []*Job) {
+	direct := make([]*Job, 0)
+	for _, j := range jobs {
+		if j.State == Direct && cy.accts[j.Namespace] != nil {
+			direct = append(direct, j)
+		}
+	}
+	sort.SliceStable(direct, func(a, b int) bool { return direct[a].SubmittedAt.After(direct[b].SubmittedAt) })
+	for _, j := range direct {
+		acct := cy.accts[j.Namespace]
+		use := cy.jobUsage(j)
+		over := acct.overLimit(use)
+		if over == nil {
+			continue
+		}
+		acct.usage.Sub(use)
+		reason := "registered straight to Nomad over the tenant's limit: " + over.Text()
+		cy.decide(j, Hold, reason)
+		v := cy.verdict(j)
+		v.State, v.Reason, v.Checks = Queued, reason, []Check{*over}
+	}
+}
+
+// jobUsage is what job j holds in its tenant's usage: its live
+// allocations plus the reservation for what it has not placed.
+func (cy *cycle) jobUsage(j *Job) quota.Vector {
+	use := requestVector(j, cy.missing(j))
+	for _, a := range cy.byJob[j.Key()] {
+		if a.Live {
+			use.Add(allocVector(a))
+		}
+	}
+	return use
+}
+
+// overLimit returns the failing limit check when the tenant's usage
+// exceeds a limit in a resource that use contributes to.
+func (a *account) overLimit(use quota.Vector) *Check {
+	contrib := quota.Vector{}
+	for r, n := range use {
+		if lim, ok := a.t.Limit[r]; ok && n > 0 && a.usage[r] > lim {
+			contrib[r] = n
+		}
+	}
+	if len(contrib) == 0 {
+		return nil
+	}
+	a.usage.Sub(contrib)
+	c := a.checkLimit(contrib)
+	a.usage.Add(contrib)
+	return &c
+}
+
+// shares computes every tenant's weighted dominant share.
+func (cy *cycle) shares() {
+	cluster := quota.Vector{}
+	for _, n := range cy.s.Nodes {
+		cluster[quota.CPU] += n.CPU
+		cluster[quota.Memory] += n.MemoryMB
+		for i := range n.Devices {
+			d := &n.Devices[i]
+			cluster[d.ID()] += int64(d.Healthy)
+			cluster[d.Type] += int64(d.Healthy)
+		}
+	}
+	for _, a := range cy.accts {
+		a.computeShare(cluster)
+	}
+}
+
+// decide appends a decision for job j.
+func (cy *cycle) decide(j *Job, act Action, reason string) {
+	class := cy.className(j)
+	at := j.QueuedAt
+	if at.IsZero() {
+		at = cy.s.Now
+	}
+	cy.plan.Decisions = append(cy.plan.Decisions, Decision{
+		Action: act, Namespace: j.Namespace, JobID: j.ID, Version: j.Version,
+		Class: class, Priority: cy.cfg.Classes[class].Priority, QueuedAt: at, Reason: reason,
+	})
+}
+
+// verdict returns (creating) the verdict of a governed job; nil for jobs
+// of namespaces that are not governed.
+func (cy *cycle) verdict(j *Job) *Verdict {
+	if cy.accts[j.Namespace] == nil {
+		return nil
+	}
+	v := cy.plan.Verdicts[j.Key()]
+	if v == nil {
+		v = &Verdict{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j), State: j.State, QueuedAt: j.QueuedAt}
+		cy.plan.Verdicts[j.Key()] = v
+	}
+	return v
+}
+
+// className is the job's class, or its tenant's default class.
+func (cy *cycle) className(j *Job) string {
+	if j.Class != "" {
+		return j.Class
+	}
+	if a := cy.accts[j.Namespace]; a != nil && a.t.DefaultClass != "" {
+		return a.t.DefaultClass
+	}
+	return quota.DefaultClassName
+}
+
+// finish fills the tenants' status.
+func (cy *cycle) finish() {
+	names := make([]string, 0, len(cy.accts))
+	for ns := range cy.accts {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	for _, ns := range names {
+		a := cy.accts[ns]
+		cy.plan.Tenants = append(cy.plan.Tenants, TenantStatus{Tenant: *a.t, Usage: a.usage, Queued: a.queued, DominantShare: a.share})
+	}
+}

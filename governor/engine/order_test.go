@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+func queueIDs(p *Plan) []string {
+	var ids []string
+	for _, v := range p.Queue {
+		ids = append(ids, v.Namespace+"/"+v.JobID)
+	}
+	return ids
+}
+
+func TestQueueOrder(t *testing.T) {
+	// One node with no free GPU: nothing is admitted, so the queue shows
+	// the order itself.
+	full := func() []*Node { return []*Node{gpuNode("n1", 0)} }
+	cases := map[string]struct {
+		tenants []*Tenant
+		allocs  []*Alloc
+		jobs    []*Job
+		want    []string
+	}{
+		"class priority first": {
+			tenants: []*Tenant{mkTenant("a").Build()},
+			jobs: []*Job{
+				mkJob("a", "low").Class("low").Pool("gpu").Device("gpu", 1).QueuedAt(t0).Build(),
+				mkJob("a", "high").Class("high").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(time.Minute)).Build(),
+			},
+			want: []string{"a/high", "a/low"},
+		},
+		"then the lower weighted dominant share": {
+			tenants: []*Tenant{mkTenant("a").Quota("cpu", 1000).Build(), mkTenant("b").Quota("cpu", 1000).Weight(4).Build()},
+			allocs: []*Alloc{
+				alloc("a", "x", "g", "n1", 400, 0, nil), alloc("b", "y", "g", "n1", 800, 0, nil),
+			},
+			jobs: []*Job{
+				mkJob("a", "j").Pool("gpu").Device("gpu", 1).QueuedAt(t0).Build(),
+				mkJob("b", "j").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(time.Minute)).Build(),
+			},
+			want: []string{"b/j", "a/j"},
+		},
+		"then queued-at": {
+			tenants: []*Tenant{mkTenant("a").Build()},
+			jobs: []*Job{
+				mkJob("a", "second").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(time.Second)).Build(),
+				mkJob("a", "first").Pool("gpu").Device("gpu", 1).QueuedAt(t0).Build(),
+			},
+			want: []string{"a/first", "a/second"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(testConfig(), snap(tc.tenants, full(), tc.allocs, tc.jobs...))
+			must.Eq(t, tc.want, queueIDs(p))
+		})
+	}
+}
+
+func TestPositions(t *testing.T) {
+	s := snap([]*Tenant{mkTenant("a").Build(), mkTenant("b").Build()}, []*Node{gpuNode("n1", 0)}, nil,
+		mkJob("a", "1").Pool("gpu").Device("gpu", 1).QueuedAt(t0).Build(),
+		mkJob("b", "2").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(time.Second)).Build(),
+		mkJob("a", "3").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(2*time.Second)).Build())
+	p := Decide(testConfig(), s)
+	type pos struct{ All, Tenant int }
+	got := map[string]pos{}
+	for _, v := range p.Queue {
+		got[v.Namespace+"/"+v.JobID] = pos{v.Position, v.TenantPosition}
+		must.Eq(t, v.Position, p.Verdicts[v.Namespace+"/"+v.JobID].Position)
+	}
+	must.Eq(t, map[string]pos{"a/1": {1, 1}, "b/2": {2, 1}, "a/3": {3, 2}}, got)
+	must.Eq(t, 2, p.Tenants[0].Queued)
+}
+
+func TestBackfillAndStarvation(t *testing.T) {
+	nodes := []*Node{gpuNode("n1", 4)}
+	head := func(queued time.Time) *Job {
+		return mkJob("a", "head").Pool("gpu").Device("gpu", 8).QueuedAt(queued).Build()
+	}
+	small := mkJob("a", "small").Pool("gpu").Device("gpu", 2).QueuedAt(t0.Add(time.Second)).Build()
+	other := mkJob("a", "cpu").Pool("default").QueuedAt(t0.Add(time.Second)).Build()
+	tenants := []*Tenant{mkTenant("a").Build()}
+
+	t.Run("a smaller job passes a head that does not fit", func(t *testing.T) {
+		p := Decide(testConfig(), snap(tenants, append(nodes, mkNode("c").Build()), nil, head(t0), small, other))
+		admit, _ := summarize(p)
+		must.Eq(t, []string{"cpu", "small"}, admit)
+		must.StrContains(t, p.Verdicts["a/head"].Reason, "fit:")
+	})
+	t.Run("a starving head blocks its pool only", func(t *testing.T) {
+		s := snap(tenants, append(nodes, mkNode("c").Build()), nil, head(t0.Add(-time.Hour)), small, other)
+		p := Decide(testConfig(), s)
+		admit, _ := summarize(p)
+		must.Eq(t, []string{"cpu"}, admit)
+		must.StrContains(t, p.Verdicts["a/small"].Reason, "order: waiting behind a/head, which has waited 1h0m10s (longer than the starvation timeout 10m0s)")
+	})
+}
+
+func TestDecisionsCarryClassPriorityAndQueueTime(t *testing.T) {
+	queued := t0.Add(-time.Minute)
+	p := Decide(testConfig(), snap([]*Tenant{mkTenant("a").Build()}, []*Node{mkNode("n").Build()}, nil,
+		mkJob("a", "j").Class("high").QueuedAt(queued).Build()))
+	d, ok := p.Decision("a", "j")
+	must.True(t, ok)
+	must.Eq(t, Decision{Action: Admit, Namespace: "a", JobID: "j", Version: 10, Class: "high", Priority: 70, QueuedAt: queued, Reason: d.Reason}, d)
+	must.StrContains(t, d.Reason, "class: class high (priority 70); limit: no limit applies; quota: no quota applies; fit: all 1 allocations fit")
+}

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// Action is what a decision asks the actuator to do.
+type Action int
+
+const (
+	// Admit releases a held job: Stop=false, allot.state=admitted.
+	Admit Action = iota
+	// Hold stops a job and queues it: Stop=true, allot.state=queued.
+	Hold
+)
+
+// String names the action.
+func (a Action) String() string { return [...]string{"admit", "hold"}[a] }
+
+// Decision is one change the actuator must apply to one job.
+type Decision struct {
+	Action    Action
+	Namespace string
+	JobID     string
+	// Version is the JobModifyIndex the decision was made against.
+	Version  uint64
+	Class    string
+	Priority int
+	// QueuedAt is the queue time to record (kept across holds).
+	QueuedAt time.Time
+	Reason   string
+}
+
+// Check is one admission check of a job with its numbers. Text renders
+// it for people.
+type Check struct {
+	// Name is class, limit, quota, fit or order.
+	Name string
+	OK   bool
+	// Detail explains class, fit and order checks.
+	Detail string `json:",omitempty"`
+	// Tenant and Cohort name whose numbers limit and quota checks show.
+	Tenant string `json:",omitempty"`
+	Cohort string `json:",omitempty"`
+	// Amounts holds the numbers of limit and quota checks, by resource.
+	Amounts []Amount `json:",omitempty"`
+	// MetaErr is the namespace's quota meta error, when there is one.
+	MetaErr string `json:",omitempty"`
+}
+
+// Amount is one resource's numbers in a limit or quota check.
+type Amount struct {
+	Resource string
+	// Need is what the job asks for; Used what the tenant uses already.
+	Need, Used int64
+	// Cap is the limit or nominal quota.
+	Cap int64
+	// Borrowable is what the cohort can still lend; -1 when the request
+	// fits the nominal quota without borrowing.
+	Borrowable int64
+	Over       bool
+}
+
+// Verdict explains where one governed job stands after a cycle.
+type Verdict struct {
+	Namespace string
+	JobID     string
+	Class     string
+	State     State
+	QueuedAt  time.Time
+	// Position is the 1-based place in the whole queue and in the
+	// tenant's queue; zero for jobs not queued.
+	Position       int
+	TenantPosition int
+	// Reason is the first failing check, or why the job was admitted.
+	Reason string
+	Checks []Check
+	// Request is what the job asks for, summed over its allocations.
+	Request quota.Vector
+}
+
+// TenantStatus is a tenant's accounting after a cycle.
+type TenantStatus struct {
+	Tenant
+	// Usage is what the tenant's live allocations plus reservations for
+	// admitted-but-unplaced allocations hold, after this plan.
+	Usage quota.Vector
+	// Queued counts the tenant's held jobs after this plan.
+	Queued int
+	// DominantShare is the weighted dominant-resource share used to order
+	// the queue at the start of the cycle.
+	DominantShare float64
+}
+
+// Plan is the result of one cycle.
+type Plan struct {
+	Now       time.Time
+	Decisions []Decision
+	// Queue lists the jobs still queued after the plan, in queue order.
+	Queue []Verdict
+	// Verdicts holds a verdict for every governed job, by "ns/id".
+	Verdicts map[string]*Verdict
+	Tenants  []TenantStatus
+}
+
+// Decision returns the decision for job ns/id, if the plan has one.
+func (p *Plan) Decision(ns, id string) (Decision, bool) {
+	for _, d := range p.Decisions {
+		if d.Namespace == ns && d.JobID == id {
+			return d, true
+		}
+	}
+	return Decision{}, false
+}

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// queue returns the held jobs in queue order: class priority (highest
+// first), then the tenant's weighted dominant share (lowest first), then
+// queued-at (oldest first), then namespace and ID.
+func (cy *cycle) queue(jobs []*Job) []*Job {
+	type entry struct {
+		j     *Job
+		prio  int
+		share float64
+	}
+	var q []entry
+	for _, j := range jobs {
+		if j.State != Queued {
+			continue
+		}
+		e := entry{j: j, prio: cy.cfg.Classes[cy.className(j)].Priority}
+		if a := cy.accts[j.Namespace]; a != nil {
+			e.share = a.share
+		}
+		q = append(q, e)
+	}
+	sort.Slice(q, func(a, b int) bool {
+		ea, eb := &q[a], &q[b]
+		switch {
+		case ea.prio != eb.prio:
+			return ea.prio > eb.prio
+		case ea.share != eb.share:
+			return ea.share < eb.share
+		case !ea.j.QueuedAt.Equal(eb.j.QueuedAt):
+			return ea.j.QueuedAt.Before(eb.j.QueuedAt)
+		}
+		return jobLess(ea.j, eb.j)
+	})
+	out := make([]*Job, len(q))
+	for i := range q {
+		out[i] = q[i].j
+	}
+	return out
+}
+
+// admitQueue walks the queue once and admits every job whose checks all
+// pass; the others stay queued with their first failing check as reason.
+func (cy *cycle) admitQueue(q []*Job) {
+	tenantPos := map[string]int{}
+	for _, j := range q {
+		acct := cy.accts[j.Namespace]
+		if acct == nil {
+			cy.decide(j, Admit, "namespace "+j.Namespace+" is no longer governed")
+			continue
+		}
+		v := cy.verdict(j)
+		var admitted bool
+		v.Checks, v.Reason, admitted = cy.memoChecks(j, acct)
+		if admitted {
+			v.State, v.Reason = Admitted, "admitted: every check passed"
+			cy.decide(j, Admit, admitReason(v.Checks))
+			continue
+		}
+		acct.queued++
+		tenantPos[j.Namespace]++
+		v.Position, v.TenantPosition = len(cy.plan.Queue)+1, tenantPos[j.Namespace]
+		cy.plan.Queue = append(cy.plan.Queue, *v)
+	}
+	for i := range cy.plan.Queue {
+		*cy.plan.Verdicts[cy.plan.Queue[i].Namespace+"/"+cy.plan.Queue[i].JobID] = cy.plan.Queue[i]
+	}
+}
+
+// memoEntry is the outcome of a failed admission for one job shape of one
+// tenant, valid while neither the tenant's nor its cohort's usage nor the
+// starving heads change (capacity only shrinks, so a failed fit stays
+// failed).
+type memoEntry struct {
+	acctVer, cohortVer, starveVer uint64
+	checks                        []Check
+	reason                        string
+}
+
+// memoChecks runs the checks of j, reusing the outcome of an equal job of
+// the same tenant when nothing it depends on changed.
+func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
+	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, groupCounts(j))
+	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.cohortVer == acct.cohort.version && m.starveVer == cy.starveVer {
+		return m.checks, m.reason, false
+	}
+	checks := cy.checks(j, acct)
+	failed := firstFailed(checks)
+	if failed == nil {
+		return checks, "", true
+	}
+	reason := failed.Name + ": " + failed.Text()
+	cy.memo[key] = memoEntry{acct.version, acct.cohort.version, cy.starveVer, checks, reason}
+	return checks, reason, false
+}
+
+// checks runs the admission checks of queued job j in order, stopping at
+// the first failure, and reserves usage and capacity when all pass.
+func (cy *cycle) checks(j *Job, acct *account) []Check {
+	class := cy.checkClass(j, acct)
+	if !class.OK {
+		return []Check{class}
+	}
+	missing := cy.missing(j)
+	base := requestVector(j, missing)
+	checks := []Check{class, acct.checkLimit(base), acct.checkQuota(base)}
+	if !checks[1].OK || !checks[2].OK {
+		return trim(checks)
+	}
+	if head := cy.starving[poolOf(j)]; head != nil {
+		return append(checks, cy.behindStarving(head))
+	}
+	fit := cy.cap.fit(j, missing)
+	if !fit.ok {
+		cy.markStarving(j)
+		return append(checks, Check{Name: "fit", Detail: fit.detail})
+	}
+	full := withModels(j, missing, fit.models)
+	checks[1], checks[2] = acct.checkLimit(full), acct.checkQuota(full)
+	if !checks[1].OK || !checks[2].OK {
+		cy.cap.undo(fit.takes)
+		return trim(checks)
+	}
+	acct.use(full)
+	return append(checks, Check{Name: "fit", OK: true, Detail: fmt.Sprintf("all %d allocations fit on free capacity", len(fit.takes))})
+}
+
+// checkClass checks that the job's class exists and the tenant may use it.
+func (cy *cycle) checkClass(j *Job, acct *account) Check {
+	name := cy.className(j)
+	cl, ok := cy.cfg.Classes[name]
+	switch {
+	case !ok:
+		return Check{Name: "class", Detail: fmt.Sprintf("unknown class %q (known: %s)", name, strings.Join(cy.classNames(), ", "))}
+	case !acct.t.MayUse(name, cl.Restricted):
+		return Check{Name: "class", Detail: fmt.Sprintf("tenant %s may not use class %q", j.Namespace, name)}
+	}
+	return Check{Name: "class", OK: true, Detail: fmt.Sprintf("class %s (priority %d)", name, cl.Priority)}
+}
+
+func (cy *cycle) classNames() []string {
+	var names []string
+	for n := range cy.cfg.Classes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// markStarving records j as its pool's starving head when it has waited
+// longer than the starvation timeout; later jobs of the pool may then not
+// pass it.
+func (cy *cycle) markStarving(j *Job) {
+	pool := poolOf(j)
+	if cy.starving[pool] == nil && cy.s.Now.Sub(j.QueuedAt) > cy.cfg.StarvationTimeout {
+		cy.starving[pool] = j
+		cy.starveVer++
+	}
+}
+
+func (cy *cycle) behindStarving(head *Job) Check {
+	waited := cy.s.Now.Sub(head.QueuedAt).Round(time.Second)
+	return Check{Name: "order", Detail: fmt.Sprintf("waiting behind %s, which has waited %s (longer than the starvation timeout %s) and does not fit yet",
+		head.Key(), waited, cy.cfg.StarvationTimeout)}
+}
+
+func poolOf(j *Job) string {
+	if j.NodePool == "" {
+		return "default"
+	}
+	return j.NodePool
+}
+
+// trim cuts checks after the first failure.
+func trim(checks []Check) []Check {
+	for i, c := range checks {
+		if !c.OK {
+			return checks[:i+1]
+		}
+	}
+	return checks
+}
+
+func firstFailed(checks []Check) *Check {
+	for i := range checks {
+		if !checks[i].OK {
+			return &checks[i]
+		}
+	}
+	return nil
+}
+
+func admitReason(checks []Check) string {
+	var parts []string
+	for _, c := range checks {
+		parts = append(parts, c.Name+": "+c.Text())
+	}
+	return "admitted (" + strings.Join(parts, "; ") + ")"
+}
+
+// groupCounts returns each group's count: what a held job (which has no
+// allocations wanting to run) needs.
+func groupCounts(j *Job) []int {
+	out := make([]int, len(j.Groups))
+	for i, g := range j.Groups {
+		out[i] = g.Count
+	}
+	return out
+}

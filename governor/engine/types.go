@@ -1,0 +1,159 @@
+// Package engine is the governor's pure decision core: from a snapshot of
+// the cluster (tenants, nodes, allocations, jobs) and the time, it computes
+// a plan of admissions and holds, each with a reason a person can read.
+// It performs no I/O; the actuator applies its plans.
+package engine
+
+import (
+	"time"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// State is where a job stands in the governor's lifecycle.
+type State int
+
+const (
+	// Direct jobs run under Nomad without the governor having admitted
+	// them: registered straight to Nomad, or re-run by a user.
+	Direct State = iota
+	// Queued jobs are held: Stop is true and allot.state is queued.
+	Queued
+	// Admitted jobs carry allot.state=admitted and are not stopped.
+	Admitted
+	// Stopped jobs were stopped by a user; the governor ignores them.
+	Stopped
+)
+
+// String names the state.
+func (s State) String() string {
+	return [...]string{"direct", "queued", "admitted", "stopped"}[s]
+}
+
+// Job is what the engine knows of a Nomad job.
+type Job struct {
+	Namespace string
+	ID        string
+	// Class is the job's allot.class; empty means the tenant's default.
+	Class string
+	State State
+	// QueuedAt is allot.queued-at; zero for jobs never queued.
+	QueuedAt time.Time
+	// SubmittedAt is when Nomad last accepted the job's spec.
+	SubmittedAt time.Time
+	// Version is the JobModifyIndex the decision is made against; the
+	// actuator writes with it as EnforceIndex.
+	Version uint64
+	// Dead tells whether Nomad reports the job dead (finished).
+	Dead        bool
+	NodePool    string
+	Datacenters []string
+	Constraints []Constraint
+	Groups      []Group
+}
+
+// Key returns "namespace/id".
+func (j *Job) Key() string { return j.Namespace + "/" + j.ID }
+
+// Group is one task group: Count allocations of the summed task resources.
+type Group struct {
+	Name        string
+	Count       int
+	CPU         int64
+	MemoryMB    int64
+	Devices     []DeviceRequest
+	Constraints []Constraint
+}
+
+// DeviceRequest asks for Count instances of one device group. Name is
+// "type", "vendor/type" or "vendor/type/model" as in a jobspec.
+type DeviceRequest struct {
+	Name        string
+	Count       int
+	Constraints []Constraint
+}
+
+// Constraint is a Nomad constraint (LTarget Operand RTarget).
+type Constraint struct {
+	LTarget string
+	Operand string
+	RTarget string
+}
+
+// Node is a client node and its allocatable capacity (reserved resources
+// already subtracted).
+type Node struct {
+	ID         string
+	Name       string
+	Pool       string
+	Datacenter string
+	Class      string
+	// Ready is true when the node is ready and eligible for scheduling.
+	Ready      bool
+	Attributes map[string]string
+	Meta       map[string]string
+	CPU        int64
+	MemoryMB   int64
+	Devices    []DeviceGroup
+}
+
+// DeviceGroup is one device group of a node with its healthy instances.
+type DeviceGroup struct {
+	Vendor, Type, Model string
+	Healthy             int
+	// Attributes are rendered as Nomad shows them ("81920 MiB", "9.0").
+	Attributes map[string]string
+}
+
+// ID returns "vendor/type/model".
+func (d *DeviceGroup) ID() string { return d.Vendor + "/" + d.Type + "/" + d.Model }
+
+// Alloc is one allocation that Nomad wants to run (desired status run).
+type Alloc struct {
+	ID        string
+	Namespace string
+	JobID     string
+	Group     string
+	NodeID    string
+	// Live is false once the allocation's client status is terminal
+	// (complete, failed, lost); a live allocation holds its resources.
+	Live     bool
+	CPU      int64
+	MemoryMB int64
+	// Devices counts the allocated instances by "vendor/type/model".
+	Devices map[string]int
+}
+
+// Tenant is one governed namespace as the engine sees it.
+type Tenant struct {
+	quota.Tenant
+	// Err is the validation error of the namespace's current meta; the
+	// quota is then the last valid one (or zero).
+	Err error
+}
+
+// Class is a priority class.
+type Class struct {
+	Priority    int
+	Preemptible bool
+	Restricted  bool
+}
+
+// Config holds the engine's tunables.
+type Config struct {
+	Classes map[string]Class
+	// StarvationTimeout is how long smaller jobs may pass a queue head
+	// that does not fit.
+	StarvationTimeout time.Duration
+}
+
+// Snapshot is the engine's whole input besides Config.
+type Snapshot struct {
+	Now time.Time
+	// Tenants holds the governed namespaces; jobs of other namespaces are
+	// not governed and only occupy capacity.
+	Tenants map[string]*Tenant
+	Nodes   []*Node
+	Allocs  []*Alloc
+	Jobs    []*Job
+}
