@@ -21,7 +21,7 @@ func benchSnapshot(pending, nodes, tenants int) *Snapshot {
 	var ns []*Node
 	var allocs []*Alloc
 	for i := 0; i < nodes; i++ {
-		n := mkNode(fmt.Sprintf("n%05d", i)).Pool("gpu").CPU(64000).Mem(512 * 1024).Devices(h200, 8, "memory", "143771 MiB").Build()
+		n := mkNode(fmt.Sprintf("n%05d", i)).Pool("gpu").CPU(64000).Mem(512*1024).Devices(h200, 8, "memory", "143771 MiB").Build()
 		ns = append(ns, n)
 		used := r.Intn(9)
 		if r.Intn(10) < 7 {

@@ -29,12 +29,12 @@ func mkNode(id string) *nodeB {
 	return &nodeB{&Node{ID: id, Name: id, Pool: "default", Datacenter: "dc1", Ready: true,
 		CPU: 8000, MemoryMB: 16384, Attributes: map[string]string{}, Meta: map[string]string{}}}
 }
-func (b *nodeB) Pool(p string) *nodeB      { b.n.Pool = p; return b }
-func (b *nodeB) DC(dc string) *nodeB       { b.n.Datacenter = dc; return b }
-func (b *nodeB) CPU(c int64) *nodeB        { b.n.CPU = c; return b }
-func (b *nodeB) Mem(m int64) *nodeB        { b.n.MemoryMB = m; return b }
-func (b *nodeB) NotReady() *nodeB          { b.n.Ready = false; return b }
-func (b *nodeB) Meta(k, v string) *nodeB   { b.n.Meta[k] = v; return b }
+func (b *nodeB) Pool(p string) *nodeB    { b.n.Pool = p; return b }
+func (b *nodeB) DC(dc string) *nodeB     { b.n.Datacenter = dc; return b }
+func (b *nodeB) CPU(c int64) *nodeB      { b.n.CPU = c; return b }
+func (b *nodeB) Mem(m int64) *nodeB      { b.n.MemoryMB = m; return b }
+func (b *nodeB) NotReady() *nodeB        { b.n.Ready = false; return b }
+func (b *nodeB) Meta(k, v string) *nodeB { b.n.Meta[k] = v; return b }
 func (b *nodeB) Devices(id string, n int, attrs ...string) *nodeB {
 	var v, t, m string
 	fmt.Sscanf(replaceSlash(id), "%s %s %s", &v, &t, &m)
@@ -64,16 +64,16 @@ func mkJob(ns, id string) *jobB {
 	return &jobB{&Job{Namespace: ns, ID: id, State: Queued, QueuedAt: t0, Version: 10, NodePool: "default",
 		Groups: []Group{{Name: "g", Count: 1, CPU: 100, MemoryMB: 128}}}}
 }
-func (b *jobB) g() *Group                    { return &b.j.Groups[len(b.j.Groups)-1] }
-func (b *jobB) Class(c string) *jobB         { b.j.Class = c; return b }
-func (b *jobB) State(s State) *jobB          { b.j.State = s; return b }
-func (b *jobB) QueuedAt(t time.Time) *jobB   { b.j.QueuedAt = t; return b }
-func (b *jobB) Submitted(t time.Time) *jobB  { b.j.SubmittedAt = t; return b }
-func (b *jobB) Pool(p string) *jobB          { b.j.NodePool = p; return b }
-func (b *jobB) DCs(dcs ...string) *jobB      { b.j.Datacenters = dcs; return b }
-func (b *jobB) Count(n int) *jobB            { b.g().Count = n; return b }
-func (b *jobB) CPU(c int64) *jobB            { b.g().CPU = c; return b }
-func (b *jobB) Mem(m int64) *jobB            { b.g().MemoryMB = m; return b }
+func (b *jobB) g() *Group                   { return &b.j.Groups[len(b.j.Groups)-1] }
+func (b *jobB) Class(c string) *jobB        { b.j.Class = c; return b }
+func (b *jobB) State(s State) *jobB         { b.j.State = s; return b }
+func (b *jobB) QueuedAt(t time.Time) *jobB  { b.j.QueuedAt = t; return b }
+func (b *jobB) Submitted(t time.Time) *jobB { b.j.SubmittedAt = t; return b }
+func (b *jobB) Pool(p string) *jobB         { b.j.NodePool = p; return b }
+func (b *jobB) DCs(dcs ...string) *jobB     { b.j.Datacenters = dcs; return b }
+func (b *jobB) Count(n int) *jobB           { b.g().Count = n; return b }
+func (b *jobB) CPU(c int64) *jobB           { b.g().CPU = c; return b }
+func (b *jobB) Mem(m int64) *jobB           { b.g().MemoryMB = m; return b }
 func (b *jobB) Constraint(l, op, r string) *jobB {
 	b.j.Constraints = append(b.j.Constraints, Constraint{LTarget: l, Operand: op, RTarget: r})
 	return b

@@ -11,7 +11,9 @@ import (
 
 const h200 = "nvidia/gpu/H200"
 
-func gpuNode(id string, n int) *Node { return mkNode(id).Pool("gpu").Devices(h200, n, "memory", "143771 MiB").Build() }
+func gpuNode(id string, n int) *Node {
+	return mkNode(id).Pool("gpu").Devices(h200, n, "memory", "143771 MiB").Build()
+}
 
 // outcome summarises a plan for assertions.
 type outcome struct {
