@@ -3,6 +3,7 @@ module github.com/allot-sh/allot
 go 1.20
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/google/go-cmp v0.5.9
 	github.com/hashicorp/consul-template v0.31.0
 	github.com/hashicorp/go-hclog v1.6.3

@@ -9,12 +9,14 @@ import (
 
 	"github.com/allot-sh/allot/device-plugin/accel"
 	"github.com/allot-sh/allot/device-plugin/inventory"
+	"github.com/allot-sh/allot/device-plugin/nvml"
 )
 
 func main() {
 	plugins.Serve(func(logger hclog.Logger) interface{} {
 		return accel.New(logger, map[string]accel.Factory{
 			inventory.BackendName: inventory.Factory(logger),
+			nvml.BackendName:      nvml.Factory(logger),
 		})
 	})
 }
