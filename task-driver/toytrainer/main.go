@@ -19,6 +19,7 @@ func main() {
 	flag.Int64Var(&o.SaveEvery, "save-every", 0, "checkpoint every this many steps (0: only on the signal)")
 	flag.BoolVar(&o.IgnoreSignals, "ignore-signals", false, "ignore the checkpoint signal, SIGINT and SIGTERM")
 	flag.BoolVar(&o.KeepRunning, "keep-running", false, "after a requested checkpoint, keep training until killed")
+	flag.Int64Var(&o.ProgressEvery, "progress-every", 0, "print the step every this many steps (0: never)")
 	flag.Parse()
 	if err := trainer.Run(o, trainer.EnvFromOS(), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "toytrainer:", err)

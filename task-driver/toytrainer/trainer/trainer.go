@@ -24,6 +24,7 @@ type Options struct {
 	SaveEvery     int64
 	IgnoreSignals bool
 	KeepRunning   bool
+	ProgressEvery int64
 }
 
 // Env is what the driver passes in the task environment.
@@ -72,6 +73,9 @@ func Run(o Options, env Env, out io.Writer) error {
 			return nil
 		case <-tick.C:
 			step++
+			if o.ProgressEvery > 0 && step%o.ProgressEvery == 0 {
+				fmt.Fprintf(out, "toytrainer: step %d\n", step)
+			}
 			if o.SaveEvery > 0 && step%o.SaveEvery == 0 {
 				if err := Save(env.Dir, step); err != nil {
 					return err

@@ -1,0 +1,161 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/internal/testcluster"
+)
+
+// TestE2E_CheckpointDriver runs every ckpt scenario on one cluster with one
+// client, one after another (the preemption case needs the node to itself).
+func TestE2E_CheckpointDriver(t *testing.T) {
+	trainer := buildTrainer(t)
+	ckptRoot := t.TempDir()
+	c := testcluster.New(t, testcluster.Options{
+		Plugins: []string{"nomad-driver-ckpt"},
+		Clients: []testcluster.ClientSpec{{
+			Name: "ckpt-1",
+			PluginConfig: map[string]string{"nomad-driver-ckpt": fmt.Sprintf(
+				"checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"", ckptRoot)},
+		}},
+	})
+	dirOf := func(jobID string) string { return filepath.Join(ckptRoot, "default", jobID, "g", "0", "train") }
+
+	t.Run("a: periodic checkpoints show as events in nomad alloc status", func(t *testing.T) {
+		root, err := testcluster.RepoRoot()
+		must.NoError(t, err)
+		job, _ := c.RegisterHCLFile(filepath.Join(root, "jobspecs", "train-checkpoint.nomad.hcl"),
+			"command="+trainer, `args=["-save-every","10","-step-time","20ms"]`,
+			"checkpoint_timeout=4s", "kill_timeout=6s")
+		alloc := running(c, *job.ID)
+		ev := waitEvent(t, c, alloc.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+		must.Eq(t, "periodic", ev.Details["trigger"])
+		must.StrContains(t, ev.Details["checkpoint_path"], filepath.Join(ckptRoot, "default", "train-checkpoint", "train", "0", "train"))
+		must.Positive(t, atoi(t, ev.Details["checkpoint_step"]))
+		must.Positive(t, atoi(t, ev.Details["checkpoint_unix_time"]))
+
+		nomad, err := testcluster.NomadBinary()
+		must.NoError(t, err)
+		out, err := exec.Command(nomad, "alloc", "status", "-address="+c.Addr(), alloc.ID).CombinedOutput()
+		must.NoError(t, err, must.Sprintf("nomad alloc status: %s", out))
+		must.StrContains(t, string(out), "Checkpoint saved: ")
+
+		info, err := os.Stat(filepath.Join(ckptRoot, "default", "train-checkpoint", "train", "0", "train"))
+		must.NoError(t, err)
+		must.Eq(t, os.FileMode(0o700), info.Mode().Perm())
+		stopJob(t, c, *job.ID)
+	})
+
+	t.Run("b: nomad alloc stop checkpoints and the replacement resumes", func(t *testing.T) {
+		j := job("resume").underShell().trainerArgs("-step-time", "10ms", "-progress-every", "50")
+		job, _ := c.RegisterHCL("resume.nomad.hcl", j.hcl(trainer))
+		first := running(c, *job.ID)
+		waitLog(t, c, first.ID, `toytrainer: step 100\n`, time.Minute)
+
+		_, err := c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: api.DefaultNamespace}, nil)
+		must.NoError(t, err)
+		waitEvent(t, c, first.ID, `^Checkpoint requested$`, time.Minute)
+		saved := waitEvent(t, c, first.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+		must.Eq(t, "requested", saved.Details["trigger"])
+		step := atoi(t, saved.Details["checkpoint_step"])
+		must.GreaterEq(t, 100, step)
+		must.StrHasPrefix(t, dirOf("resume"), saved.Details["checkpoint_path"])
+
+		next := running(c, *job.ID, first.ID)
+		m := waitLog(t, c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
+		must.Eq(t, step, atoi(t, m[1]), must.Sprint("the replacement resumes from the saved step, not from 0"))
+		resume := waitEvent(t, c, next.ID, `^Checkpoint resume: `, time.Minute)
+		must.Eq(t, saved.Details["checkpoint_step"], resume.Details["checkpoint_step"])
+		stopJob(t, c, *job.ID)
+	})
+
+	t.Run("c: a task that ignores the signal times out and is killed within kill_timeout", func(t *testing.T) {
+		j := job("stubborn").trainerArgs("-ignore-signals", "-step-time", "10ms").timeouts("2s", "5s")
+		job, _ := c.RegisterHCL("stubborn.nomad.hcl", j.hcl(trainer))
+		alloc := running(c, *job.ID)
+		waitLog(t, c, alloc.ID, `starting at step 0`, time.Minute)
+		stopJob(t, c, *job.ID)
+
+		requested := waitEvent(t, c, alloc.ID, `^Checkpoint requested$`, 10*time.Second)
+		timedOut := waitEvent(t, c, alloc.ID, `^Checkpoint timed out after 2`, 10*time.Second)
+		killed := waitEvent(t, c, alloc.ID, `^Task successfully killed|^Task killed`, 10*time.Second)
+		waited := time.Duration(timedOut.Time - requested.Time)
+		must.Between(t, 2*time.Second, waited, 3*time.Second)
+		total := time.Duration(killed.Time - requested.Time)
+		must.Between(t, 5*time.Second, total, 7*time.Second, must.Sprintf("SIGKILL at kill_timeout 5s; events: %s",
+			describe(c.TaskEvents(alloc.ID, "train"))))
+		must.StrNotContains(t, c.TaskLogs(alloc.ID, "train", "stdout"), "checkpointed")
+	})
+
+	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", func(t *testing.T) {
+		j := job("survivor").trainerArgs("-step-time", "10ms", "-progress-every", "50")
+		job, _ := c.RegisterHCL("survivor.nomad.hcl", j.hcl(trainer))
+		before := running(c, *job.ID)
+		waitLog(t, c, before.ID, `toytrainer: step 50\n`, time.Minute)
+
+		c.RestartClient(c.Client("ckpt-1"))
+
+		after := running(c, *job.ID)
+		must.Eq(t, before.ID, after.ID)
+		// The same process kept counting: one start line, and steps go on.
+		waitLog(t, c, after.ID, `toytrainer: step [1-9]\d{2,}\n`, time.Minute)
+		must.Eq(t, 1, strings.Count(c.TaskLogs(after.ID, "train", "stdout"), "starting at step"))
+		for _, e := range c.TaskEvents(after.ID, "train") {
+			must.NotEq(t, api.TaskRestarting, e.Type, must.Sprintf("restarted: %s", describe(c.TaskEvents(after.ID, "train"))))
+		}
+		stopJob(t, c, *job.ID)
+		saved := waitEvent(t, c, after.ID, `^Checkpoint saved: .* step \d+ \(`, 10*time.Second)
+		must.Eq(t, "requested", saved.Details["trigger"])
+	})
+
+	t.Run("d: Nomad preemption evicts a ckpt job that checkpoints and later resumes", func(t *testing.T) {
+		c.EnablePreemption()
+		node := c.Node(c.Client("ckpt-1"))
+		share := int(node.NodeResources.Cpu.CpuShares) * 6 / 10
+		victimJob := job("victim").prio(30).cpuMHz(share).trainerArgs("-step-time", "10ms", "-progress-every", "50")
+		victim, _ := c.RegisterHCL("victim.nomad.hcl", victimJob.hcl(trainer))
+		first := running(c, *victim.ID)
+		waitLog(t, c, first.ID, `toytrainer: step 100\n`, time.Minute)
+
+		urgent, _ := c.RegisterHCL("urgent.nomad.hcl", fmt.Sprintf(urgentJob, share))
+		saved := waitEvent(t, c, first.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+		step := atoi(t, saved.Details["checkpoint_step"])
+		c.WaitForAlloc(api.DefaultNamespace, *urgent.ID, time.Minute, testcluster.ClientStatus(api.AllocClientStatusComplete))
+
+		next := running(c, *victim.ID, first.ID)
+		m := waitLog(t, c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
+		must.Eq(t, step, atoi(t, m[1]))
+		stopJob(t, c, *victim.ID)
+	})
+}
+
+// urgentJob is a priority-90 batch job that needs the CPU the victim holds.
+const urgentJob = `
+job "urgent" {
+  type     = "batch"
+  priority = 90
+  group "g" {
+    task "work" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "sleep 2"]
+      }
+      resources {
+        cpu    = %d
+        memory = 32
+      }
+    }
+  }
+}`
