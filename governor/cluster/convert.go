@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+// Job meta keys of the job contract (ARCHITECTURE.md).
+const (
+	MetaClass      = "allot.class"
+	MetaGang       = "allot.gang"
+	MetaState      = "allot.state"
+	MetaQueuedAt   = "allot.queued-at"
+	MetaAdmittedAt = "allot.admitted-at"
+	MetaRequeues   = "allot.requeues"
+	StateQueued    = "queued"
+	StateAdmitted  = "admitted"
+)
+
+// JobState derives the governor's view of a job from its stop flag and
+// meta. Held = Stop && allot.state=queued; a job a user stopped is
+// Stopped; periodic/parameterized parents and system jobs, which the
+// governor does not admit, are Stopped too.
+func JobState(j *api.Job) engine.State {
+	stop := j.Stop != nil && *j.Stop
+	state := j.Meta[MetaState]
+	switch {
+	case stop && state == StateQueued:
+		return engine.Queued
+	case stop:
+		return engine.Stopped
+	case j.IsPeriodic() || j.IsParameterized():
+		return engine.Stopped
+	case j.Type != nil && (*j.Type == api.JobTypeSystem || *j.Type == api.JobTypeSysbatch):
+		return engine.Stopped
+	case state == StateAdmitted:
+		return engine.Admitted
+	}
+	return engine.Direct
+}
+
+// ConvertJob converts a Nomad job into the engine's view.
+func ConvertJob(j *api.Job) *engine.Job {
+	out := &engine.Job{
+		Namespace:   str(j.Namespace, api.DefaultNamespace),
+		ID:          str(j.ID, ""),
+		Class:       j.Meta[MetaClass],
+		State:       JobState(j),
+		Version:     u64(j.JobModifyIndex),
+		Dead:        j.Status != nil && *j.Status == "dead",
+		NodePool:    str(j.NodePool, ""),
+		Datacenters: j.Datacenters,
+		Constraints: constraints(j.Constraints),
+	}
+	if j.SubmitTime != nil {
+		// Event payloads carry numbers as float64: keep milliseconds only,
+		// so a job read from an event equals the same job read by ID.
+		out.SubmittedAt = time.Unix(0, *j.SubmitTime).UTC().Truncate(time.Millisecond)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaQueuedAt]); err == nil {
+		out.QueuedAt = t
+	}
+	for _, tg := range j.TaskGroups {
+		out.Groups = append(out.Groups, convertGroup(tg))
+	}
+	return out
+}
+
+// QueuedAt returns a job's allot.queued-at, if it is set and valid.
+func QueuedAt(j *api.Job) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaQueuedAt])
+	return t, err == nil
+}
+
+func convertGroup(tg *api.TaskGroup) engine.Group {
+	g := engine.Group{Name: str(tg.Name, ""), Count: 1, Constraints: constraints(tg.Constraints)}
+	if tg.Count != nil {
+		g.Count = *tg.Count
+	}
+	for _, t := range tg.Tasks {
+		g.Constraints = append(g.Constraints, constraints(t.Constraints)...)
+		if t.Resources == nil {
+			continue
+		}
+		g.CPU += int64(deref(t.Resources.CPU))
+		g.MemoryMB += int64(deref(t.Resources.MemoryMB))
+		for _, d := range t.Resources.Devices {
+			g.Devices = append(g.Devices, engine.DeviceRequest{Name: d.Name, Count: int(u64(d.Count)), Constraints: constraints(d.Constraints)})
+		}
+	}
+	return g
+}
+
+func constraints(cs []*api.Constraint) []engine.Constraint {
+	var out []engine.Constraint
+	for _, c := range cs {
+		out = append(out, engine.Constraint{LTarget: c.LTarget, Operand: c.Operand, RTarget: c.RTarget})
+	}
+	return out
+}
+
+// ConvertAlloc converts an allocation; it returns nil for allocations
+// Nomad no longer wants to run (desired status other than run).
+func ConvertAlloc(a *api.Allocation) *engine.Alloc {
+	if a.DesiredStatus != api.AllocDesiredStatusRun {
+		return nil
+	}
+	out := &engine.Alloc{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, Group: a.TaskGroup, NodeID: a.NodeID,
+		Live: !terminal(a.ClientStatus), Devices: map[string]int{}}
+	if ar := a.AllocatedResources; ar != nil {
+		for _, t := range ar.Tasks {
+			out.CPU += t.Cpu.CpuShares
+			out.MemoryMB += t.Memory.MemoryMB
+			for _, d := range t.Devices {
+				out.Devices[d.Vendor+"/"+d.Type+"/"+d.Name] += len(d.DeviceIDs)
+			}
+		}
+	}
+	return out
+}
+
+func terminal(status string) bool {
+	switch status {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// ConvertNode converts a node; capacity is what Nomad lets allocations
+// use (reserved resources subtracted), devices count healthy instances.
+func ConvertNode(n *api.Node) *engine.Node {
+	out := &engine.Node{ID: n.ID, Name: n.Name, Pool: n.NodePool, Datacenter: n.Datacenter, Class: n.NodeClass,
+		Ready:      n.Status == api.NodeStatusReady && n.SchedulingEligibility == api.NodeSchedulingEligible && !n.Drain,
+		Attributes: n.Attributes, Meta: n.Meta}
+	if r := n.NodeResources; r != nil {
+		out.CPU, out.MemoryMB = r.Cpu.CpuShares, r.Memory.MemoryMB
+		for _, d := range r.Devices {
+			out.Devices = append(out.Devices, convertDevice(d))
+		}
+	}
+	if r := n.ReservedResources; r != nil {
+		out.CPU -= int64(r.Cpu.CpuShares)
+		out.MemoryMB -= int64(r.Memory.MemoryMB)
+	}
+	return out
+}
+
+func convertDevice(d *api.NodeDeviceResource) engine.DeviceGroup {
+	g := engine.DeviceGroup{Vendor: d.Vendor, Type: d.Type, Model: d.Name, Attributes: map[string]string{}}
+	for _, inst := range d.Instances {
+		if inst.Healthy {
+			g.Healthy++
+		}
+	}
+	for k, v := range d.Attributes {
+		if v != nil {
+			g.Attributes[k] = v.String()
+		}
+	}
+	return g
+}
+
+func str(p *string, def string) string {
+	if p == nil || *p == "" {
+		return def
+	}
+	return *p
+}
+
+func u64[T ~int | ~uint64 | ~int64](p *T) uint64 {
+	if p == nil {
+		return 0
+	}
+	return uint64(*p)
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

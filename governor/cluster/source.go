@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Source is where the watcher reads the cluster from.
+type Source interface {
+	// Initial lists the whole cluster.
+	Initial(ctx context.Context) (*Initial, error)
+	// Events streams frames of every topic in Topics after index.
+	Events(ctx context.Context, index uint64) (<-chan *api.Events, error)
+	// Namespaces blocks until the namespaces change after waitIndex (or a
+	// server-side timeout) and returns them with the new index.
+	Namespaces(ctx context.Context, waitIndex uint64) ([]*api.Namespace, uint64, error)
+	// JobExists tells whether job ns/id still exists.
+	JobExists(ctx context.Context, ns, id string) (bool, error)
+}
+
+// NomadSource reads from a Nomad API client (with the governor's token).
+type NomadSource struct {
+	Client *api.Client
+}
+
+// Initial lists nodes, allocations and jobs of every namespace. Its index
+// is the lowest of the listings' indexes, so events after it replay
+// whatever a later listing already contained (upserts are idempotent).
+func (n *NomadSource) Initial(ctx context.Context) (*Initial, error) {
+	q := (&api.QueryOptions{Namespace: "*", Params: map[string]string{"resources": "true"}}).WithContext(ctx)
+	in := &Initial{}
+	stubs, meta, err := n.Client.Nodes().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	in.Index = meta.LastIndex
+	for _, st := range stubs {
+		node, _, err := n.Client.Nodes().Info(st.ID, q)
+		if err != nil {
+			return nil, fmt.Errorf("reading node %s: %w", st.ID, err)
+		}
+		in.Nodes = append(in.Nodes, node)
+	}
+	if err := n.listAllocs(q, in); err != nil {
+		return nil, err
+	}
+	if err := n.listJobs(ctx, in); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (n *NomadSource) listAllocs(q *api.QueryOptions, in *Initial) error {
+	stubs, meta, err := n.Client.Allocations().List(q)
+	if err != nil {
+		return fmt.Errorf("listing allocations: %w", err)
+	}
+	in.Index = minIndex(in.Index, meta.LastIndex)
+	for _, st := range stubs {
+		in.Allocs = append(in.Allocs, &api.Allocation{ID: st.ID, Namespace: st.Namespace, JobID: st.JobID,
+			TaskGroup: st.TaskGroup, NodeID: st.NodeID, DesiredStatus: st.DesiredStatus, ClientStatus: st.ClientStatus,
+			AllocatedResources: st.AllocatedResources, TaskStates: st.TaskStates})
+	}
+	return nil
+}
+
+func (n *NomadSource) listJobs(ctx context.Context, in *Initial) error {
+	q := (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
+	stubs, meta, err := n.Client.Jobs().List(q)
+	if err != nil {
+		return fmt.Errorf("listing jobs: %w", err)
+	}
+	in.Index = minIndex(in.Index, meta.LastIndex)
+	for _, st := range stubs {
+		job, _, err := n.Client.Jobs().Info(st.ID, (&api.QueryOptions{Namespace: st.Namespace}).WithContext(ctx))
+		if isNotFound(err) {
+			continue // purged since the listing
+		}
+		if err != nil {
+			return fmt.Errorf("reading job %s/%s: %w", st.Namespace, st.ID, err)
+		}
+		in.Jobs = append(in.Jobs, job)
+	}
+	return nil
+}
+
+// Events opens the event stream after index.
+func (n *NomadSource) Events(ctx context.Context, index uint64) (<-chan *api.Events, error) {
+	ch, err := n.Client.EventStream().Stream(ctx, Topics, index, &api.QueryOptions{Namespace: "*"})
+	if err != nil {
+		return nil, fmt.Errorf("opening event stream at index %d: %w", index, err)
+	}
+	return ch, nil
+}
+
+// Namespaces runs a blocking query on the namespace list.
+func (n *NomadSource) Namespaces(ctx context.Context, waitIndex uint64) ([]*api.Namespace, uint64, error) {
+	nss, meta, err := n.Client.Namespaces().List((&api.QueryOptions{WaitIndex: waitIndex}).WithContext(ctx))
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing namespaces: %w", err)
+	}
+	return nss, meta.LastIndex, nil
+}
+
+// JobExists reads job ns/id.
+func (n *NomadSource) JobExists(ctx context.Context, ns, id string) (bool, error) {
+	_, _, err := n.Client.Jobs().Info(id, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
+	if isNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func isNotFound(err error) bool {
+	var ue api.UnexpectedResponseError
+	if errors.As(err, &ue) {
+		return ue.StatusCode() == 404
+	}
+	return false
+}
+
+func minIndex(a, b uint64) uint64 {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
+}

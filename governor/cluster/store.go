@@ -1,0 +1,220 @@
+// Package cluster keeps the governor's in-memory view of a Nomad cluster:
+// a Store of nodes, allocations, jobs and namespace meta, fed by a Watcher
+// that follows Nomad's event stream and resyncs in full after any gap or
+// error.
+package cluster
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// Initial is a full listing of the cluster, the base events apply to.
+type Initial struct {
+	// Index is the Raft index the listing is at least as new as.
+	Index  uint64
+	Nodes  []*api.Node
+	Allocs []*api.Allocation
+	Jobs   []*api.Job
+}
+
+// Store is the snapshot of the cluster. It never mutates what it handed
+// out: updates replace entries, so a Snapshot stays consistent while the
+// engine reads it. Safe for concurrent use.
+type Store struct {
+	mu      sync.RWMutex
+	nodes   map[string]*engine.Node
+	allocs  map[string]*engine.Alloc
+	jobs    map[string]*engine.Job
+	meta    map[string]map[string]string // namespace → meta
+	ckpt    map[string]time.Time         // alloc ID → last checkpoint saved
+	verify  map[string]bool              // jobs that may have been purged
+	index   uint64
+	synced  bool
+	book    *quota.Book
+	governs func(ns string) bool
+	changed chan struct{}
+}
+
+// NewStore returns an empty store. book receives namespace meta; governs
+// filters which namespaces may be governed at all.
+func NewStore(book *quota.Book, governs func(string) bool) *Store {
+	if book == nil {
+		book = quota.NewBook(nil)
+	}
+	if governs == nil {
+		governs = func(string) bool { return true }
+	}
+	return &Store{nodes: map[string]*engine.Node{}, allocs: map[string]*engine.Alloc{}, jobs: map[string]*engine.Job{},
+		meta: map[string]map[string]string{}, ckpt: map[string]time.Time{}, verify: map[string]bool{}, book: book, governs: governs,
+		changed: make(chan struct{}, 1)}
+}
+
+// Changed is signalled (coalesced) after every change.
+func (s *Store) Changed() <-chan struct{} { return s.changed }
+
+func (s *Store) notify() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Reset replaces the whole content (but not namespaces) with a listing.
+func (s *Store) Reset(in *Initial) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes, s.allocs, s.jobs = map[string]*engine.Node{}, map[string]*engine.Alloc{}, map[string]*engine.Job{}
+	for _, n := range in.Nodes {
+		s.nodes[n.ID] = ConvertNode(n)
+	}
+	for _, a := range in.Allocs {
+		s.putAlloc(a)
+	}
+	for _, j := range in.Jobs {
+		s.putJob(j, true)
+	}
+	s.index, s.synced = in.Index, true
+	s.notify()
+}
+
+// Synced tells whether a full listing was loaded.
+func (s *Store) Synced() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.synced
+}
+
+// Index is the newest Raft index applied.
+func (s *Store) Index() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.index
+}
+
+func (s *Store) putAlloc(a *api.Allocation) {
+	if c := ConvertAlloc(a); c != nil {
+		s.allocs[a.ID] = c
+	} else {
+		delete(s.allocs, a.ID)
+	}
+	if at, ok := lastCheckpoint(a); ok {
+		s.ckpt[a.ID] = at
+	}
+}
+
+// putJob stores a job unless the store holds a newer version of it (force
+// ignores versions, for full listings).
+func (s *Store) putJob(j *api.Job, force bool) {
+	c := ConvertJob(j)
+	if old, ok := s.jobs[c.Key()]; ok && !force && old.Version > c.Version {
+		return
+	}
+	s.jobs[c.Key()] = c
+}
+
+// UpsertJob records a job the governor itself just wrote, so the next
+// cycle sees it before its event arrives. Older versions never replace
+// newer ones.
+func (s *Store) UpsertJob(j *api.Job) {
+	s.mu.Lock()
+	s.putJob(j, false)
+	s.mu.Unlock()
+	s.notify()
+}
+
+// DeleteJob forgets job ns/id (it was purged).
+func (s *Store) DeleteJob(ns, id string) {
+	s.mu.Lock()
+	delete(s.jobs, ns+"/"+id)
+	s.mu.Unlock()
+	s.notify()
+}
+
+// TakeVerify returns and clears the "ns/id" keys of jobs that may have
+// been purged since the last call.
+func (s *Store) TakeVerify() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.verify))
+	for k := range s.verify {
+		keys = append(keys, k)
+	}
+	s.verify = map[string]bool{}
+	sort.Strings(keys)
+	return keys
+}
+
+// Job returns the engine view of job ns/id.
+func (s *Store) Job(ns, id string) (*engine.Job, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	j, ok := s.jobs[ns+"/"+id]
+	return j, ok
+}
+
+// SetNamespaces replaces the namespaces and their meta and updates the
+// quota book (last-valid-config rule).
+func (s *Store) SetNamespaces(nss []*api.Namespace) {
+	s.mu.Lock()
+	s.meta = map[string]map[string]string{}
+	keep := map[string]bool{}
+	for _, ns := range nss {
+		s.meta[ns.Name] = ns.Meta
+		if s.governs(ns.Name) {
+			if _, governed := s.book.Update(ns.Name, ns.Meta); governed {
+				keep[ns.Name] = true
+			}
+		}
+	}
+	s.book.Retain(keep)
+	s.mu.Unlock()
+	s.notify()
+}
+
+// Namespaces returns the names of every namespace, sorted.
+func (s *Store) Namespaces() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.meta))
+	for n := range s.meta {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// LastCheckpoint returns when allocation id last reported a saved
+// checkpoint (task event "Checkpoint saved …").
+func (s *Store) LastCheckpoint(id string) (time.Time, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.ckpt[id]
+	return t, ok
+}
+
+// Snapshot returns the engine's input at time now.
+func (s *Store) Snapshot(now time.Time) *engine.Snapshot {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	snap := &engine.Snapshot{Now: now, Tenants: map[string]*engine.Tenant{}}
+	for _, e := range s.book.All() {
+		snap.Tenants[e.Tenant.Namespace] = &engine.Tenant{Tenant: e.Tenant, Err: e.Err}
+	}
+	for _, n := range s.nodes {
+		snap.Nodes = append(snap.Nodes, n)
+	}
+	for _, a := range s.allocs {
+		snap.Allocs = append(snap.Allocs, a)
+	}
+	for _, j := range s.jobs {
+		snap.Jobs = append(snap.Jobs, j)
+	}
+	return snap
+}
