@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/nomad/plugins"
 
 	"github.com/allot-sh/allot/device-plugin/accel"
+	"github.com/allot-sh/allot/device-plugin/ascend"
 	"github.com/allot-sh/allot/device-plugin/inventory"
 	"github.com/allot-sh/allot/device-plugin/nvml"
 )
@@ -17,6 +18,7 @@ func main() {
 		return accel.New(logger, map[string]accel.Factory{
 			inventory.BackendName: inventory.Factory(logger),
 			nvml.BackendName:      nvml.Factory(logger),
+			ascend.BackendName:    ascend.Factory(logger),
 		})
 	})
 }

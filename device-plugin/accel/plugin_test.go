@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/device-plugin/accel"
+	"github.com/allot-sh/allot/device-plugin/ascend"
 )
 
 const a100Pairs = `
@@ -280,4 +282,35 @@ func TestGRPC_Stats(t *testing.T) {
 		}
 	}
 	must.Eq(t, 6, total)
+}
+
+func TestGRPC_UnparsableNPUSmiKeepsServingAndRecovers(t *testing.T) {
+	good, err := os.ReadFile("../ascend/testdata/910b.txt")
+	must.NoError(t, err)
+	garbage, err := os.ReadFile("../ascend/testdata/garbage.txt")
+	must.NoError(t, err)
+	var mu sync.Mutex
+	out := good
+	run := func(context.Context, string, ...string) ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return out, nil
+	}
+	set := func(b []byte) { mu.Lock(); out = b; mu.Unlock() }
+	fs := factories()
+	fs["ascend"] = func(*accel.Config) (accel.Backend, error) {
+		return ascend.New("npu-smi", run, hclog.NewNullLogger()), nil
+	}
+	dp := serveGRPC(t, accel.New(hclog.NewNullLogger(), fs))
+	must.NoError(t, configure(t, dp, map[string]any{"backends": []any{"ascend"}, "fingerprint_period": "20ms"}))
+	s := startFingerprint(t, dp)
+	must.Len(t, 8, group(s.next().Devices, "Ascend910B").Devices)
+
+	set(garbage)
+	gs := s.until(func(gs []*device.DeviceGroup) bool { return !gs[0].Devices[0].Healthy })
+	must.StrContains(t, gs[0].Devices[0].HealthDesc, "npu-smi info: unrecognised output")
+	must.Len(t, 8, gs[0].Devices, must.Sprint("the last known NPUs stay listed"))
+
+	set(good)
+	s.until(func(gs []*device.DeviceGroup) bool { return gs[0].Devices[0].Healthy })
 }

@@ -1,0 +1,218 @@
+package ascend
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Chip is one NPU chip as `npu-smi info` reports it.
+type Chip struct {
+	NPU    int    // card id (NPU column)
+	Chip   int    // chip id on the card
+	Device int    // logical device id: /dev/davinci<Device>, ASCEND_VISIBLE_DEVICES
+	Name   string // "910B3", "310P3"
+	Health string // "OK", "Warning", "Alarm", "Critical", …
+	BusID  string
+	// Statistics from the same table.
+	PowerW       float64 // 0 when npu-smi says NA
+	TemperatureC float64
+	AICorePct    float64
+	MemUsedMiB   int64 // HBM when the table has an HBM column, else DDR
+	MemTotalMiB  int64
+}
+
+// ParseInfo parses the output of `npu-smi info` in the table layouts of
+// Ascend 910B (one chip per NPU, HBM column) and 310P (several chips per
+// card, a Device column). Errors name the output line.
+func ParseInfo(out []byte) ([]Chip, error) {
+	p := &parser{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		p.line++
+		if err := p.feed(sc.Text()); err != nil {
+			return nil, fmt.Errorf("line %d: %w", p.line, err)
+		}
+		if p.done {
+			break
+		}
+	}
+	if !p.header {
+		return nil, fmt.Errorf("unrecognised output (no NPU table): %q", firstLine(out))
+	}
+	return p.chips, nil
+}
+
+type parser struct {
+	line      int
+	header    bool // saw the "NPU Name | Health" header
+	hasDevice bool // the chip header has a Device column (310P)
+	hasHBM    bool
+	done      bool
+	card      *Chip // the NPU row waiting for its chip rows
+	chips     []Chip
+}
+
+func (p *parser) feed(raw string) error {
+	s := strings.TrimSpace(raw)
+	if !strings.HasPrefix(s, "|") {
+		return nil // borders and banners
+	}
+	cells := splitCells(s)
+	if len(cells) == 0 {
+		return nil
+	}
+	first := strings.Fields(cells[0])
+	switch {
+	case len(first) >= 2 && first[0] == "NPU" && first[1] == "Name":
+		p.header = true
+		return nil
+	case len(first) >= 2 && first[0] == "NPU" && first[1] == "Chip" && len(cells) > 1 && strings.Contains(cells[1], "Process"):
+		p.done = true // the process table follows
+		return nil
+	case len(first) >= 1 && first[0] == "Chip":
+		p.hasDevice = len(first) >= 2 && first[1] == "Device"
+		p.hasHBM = len(cells) > 2 && strings.Contains(cells[2], "HBM")
+		return nil
+	}
+	if !p.header || len(cells) < 3 {
+		return nil
+	}
+	// An NPU row starts "<id> <name>"; a chip row "<chip>" or, on 310P,
+	// "<chip> <device>" (two numbers).
+	if len(first) >= 2 && !isNumber(first[1]) {
+		return p.npuRow(first, cells)
+	}
+	return p.chipRow(first, cells)
+}
+
+// npuRow parses "| 0  910B3 | OK | 93.6  36  0 / 0 |".
+func (p *parser) npuRow(first, cells []string) error {
+	id, err := strconv.Atoi(first[0])
+	if err != nil {
+		return fmt.Errorf("NPU id %q is not a number", first[0])
+	}
+	c := &Chip{NPU: id, Name: first[1], Health: strings.TrimSpace(cells[1])}
+	if c.Health == "" {
+		return fmt.Errorf("NPU %d has no health value", id)
+	}
+	f := strings.Fields(cells[2])
+	if len(f) >= 2 {
+		c.PowerW, _ = parseNA(f[0])
+		if c.TemperatureC, err = parseNA(f[1]); err != nil {
+			return fmt.Errorf("NPU %d temperature: %w", id, err)
+		}
+	}
+	p.card = c
+	return nil
+}
+
+// chipRow parses "| 0 [device] | 0000:C1:00.0 | 0  0 / 0  3161 / 65536 |".
+func (p *parser) chipRow(first, cells []string) error {
+	if p.card == nil {
+		return errors.New("chip row before any NPU row")
+	}
+	chipID, err := strconv.Atoi(first[0])
+	if err != nil {
+		return fmt.Errorf("chip id %q is not a number", first[0])
+	}
+	c := *p.card
+	c.Chip, c.Device, c.BusID = chipID, c.NPU, strings.TrimSpace(cells[1])
+	if p.hasDevice {
+		dev := strings.Fields(cells[0])
+		if len(dev) < 2 {
+			return fmt.Errorf("NPU %d chip %d has no device id", c.NPU, chipID)
+		}
+		if c.Device, err = strconv.Atoi(dev[1]); err != nil {
+			return fmt.Errorf("device id %q is not a number", dev[1])
+		}
+	}
+	if err := parseUsage(&c, cells[2], p.hasHBM); err != nil {
+		return fmt.Errorf("NPU %d chip %d: %w", c.NPU, chipID, err)
+	}
+	p.chips = append(p.chips, c)
+	return nil
+}
+
+// parseUsage reads "AICore  used / total [hbmUsed / hbmTotal]".
+func parseUsage(c *Chip, cell string, hbm bool) error {
+	f := strings.Fields(strings.ReplaceAll(cell, "/", " / "))
+	if len(f) < 4 {
+		return fmt.Errorf("usage %q: want AICore and memory used / total", strings.TrimSpace(cell))
+	}
+	var err error
+	if c.AICorePct, err = parseNA(f[0]); err != nil {
+		return fmt.Errorf("AICore: %w", err)
+	}
+	pairs := f[1:]
+	if hbm && len(pairs) >= 6 {
+		pairs = pairs[3:]
+	}
+	if len(pairs) < 3 || pairs[1] != "/" {
+		return fmt.Errorf("memory usage %q: want used / total", strings.TrimSpace(cell))
+	}
+	used, err1 := strconv.ParseInt(pairs[0], 10, 64)
+	total, err2 := strconv.ParseInt(pairs[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("memory usage %q is not numeric", strings.Join(pairs[:3], " "))
+	}
+	c.MemUsedMiB, c.MemTotalMiB = used, total
+	return nil
+}
+
+func parseNA(s string) (float64, error) {
+	if s == "NA" || s == "-" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return v, nil
+}
+
+func splitCells(s string) []string {
+	parts := strings.Split(strings.Trim(s, "|"), "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+func firstLine(out []byte) string {
+	s := strings.TrimSpace(string(out))
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 120 {
+		line = line[:120] + "…"
+	}
+	return line
+}
+
+// ModelName turns npu-smi's chip name into the group's model name:
+// "910B3" → "Ascend910B", "310P3" → "Ascend310P", "910" → "Ascend910".
+func ModelName(name string) string {
+	n := strings.TrimPrefix(strings.TrimSpace(name), "Ascend")
+	for _, m := range []string{"910B", "910C", "310P", "310B"} {
+		if strings.HasPrefix(n, m) {
+			return "Ascend" + m
+		}
+	}
+	for _, m := range []string{"910", "310"} {
+		if strings.HasPrefix(n, m) {
+			return "Ascend" + m
+		}
+	}
+	if n == "" {
+		return "AscendUnknown"
+	}
+	return "Ascend" + n
+}
+
+func isNumber(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
