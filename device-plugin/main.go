@@ -8,17 +8,11 @@ import (
 	"github.com/hashicorp/nomad/plugins"
 
 	"github.com/allot-sh/allot/device-plugin/accel"
-	"github.com/allot-sh/allot/device-plugin/ascend"
-	"github.com/allot-sh/allot/device-plugin/inventory"
-	"github.com/allot-sh/allot/device-plugin/nvml"
+	"github.com/allot-sh/allot/device-plugin/backends"
 )
 
 func main() {
 	plugins.Serve(func(logger hclog.Logger) interface{} {
-		return accel.New(logger, map[string]accel.Factory{
-			inventory.BackendName: inventory.Factory(logger),
-			nvml.BackendName:      nvml.Factory(logger),
-			ascend.BackendName:    ascend.Factory(logger),
-		})
+		return accel.New(logger, backends.All(logger))
 	})
 }

@@ -185,3 +185,16 @@ func (f *failedBackend) Stats(context.Context, []Device) (map[string]Stats, erro
 	return nil, nil
 }
 func (f *failedBackend) Close() error { return nil }
+
+// SetConfigDirect installs an already decoded config (for tools such as
+// accel-probe that run the plugin without Nomad).
+func (p *Plugin) SetConfigDirect(cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closeBackendsLocked()
+	p.cfg = cfg
+	return nil
+}
