@@ -87,7 +87,7 @@ type memoEntry struct {
 // memoChecks runs the checks of j, reusing the outcome of an equal job of
 // the same tenant when nothing it depends on changed.
 func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
-	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, groupCounts(j))
+	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, cy.missing(j))
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.cohortVer == acct.cohort.version && m.starveVer == cy.starveVer {
 		return m.checks, m.reason, false
 	}
@@ -203,14 +203,4 @@ func admitReason(checks []Check) string {
 		parts = append(parts, c.Name+": "+c.Text())
 	}
 	return "admitted (" + strings.Join(parts, "; ") + ")"
-}
-
-// groupCounts returns each group's count: what a held job (which has no
-// allocations wanting to run) needs.
-func groupCounts(j *Job) []int {
-	out := make([]int, len(j.Groups))
-	for i, g := range j.Groups {
-		out[i] = g.Count
-	}
-	return out
 }
