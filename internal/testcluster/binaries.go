@@ -1,14 +1,13 @@
 package testcluster
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
-	"sync"
+
+	"github.com/allot-sh/allot/internal/repo"
 )
 
 // PluginPackages maps each project plugin binary to the package that builds
@@ -34,37 +33,8 @@ func (c *Cluster) driverNames() []string {
 	return names
 }
 
-var (
-	rootOnce sync.Once
-	rootDir  string
-	rootErr  error
-)
-
-// RepoRoot returns the repository root: the nearest parent of the working
-// directory whose go.mod declares the Allot module.
-func RepoRoot() (string, error) {
-	rootOnce.Do(func() {
-		dir, err := os.Getwd()
-		if err != nil {
-			rootErr = err
-			return
-		}
-		for {
-			data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-			if err == nil && strings.Contains(string(data), "module github.com/allot-sh/allot\n") {
-				rootDir = dir
-				return
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				rootErr = errors.New("repository root (go.mod of github.com/allot-sh/allot) not found above the working directory")
-				return
-			}
-			dir = parent
-		}
-	})
-	return rootDir, rootErr
-}
+// RepoRoot returns the repository root the tests run in.
+func RepoRoot() (string, error) { return repo.Root() }
 
 // NomadBinary returns the Nomad agent to run: $NOMAD_BINARY when set, else
 // bin/nomad in the repository (built by `make bin/nomad`).

@@ -142,7 +142,7 @@ func (c *Cluster) startServer(ctx context.Context, nomadBin string) error {
 	if c.API, err = agent.API(); err != nil {
 		return err
 	}
-	return c.waitLeader(ctx)
+	return nomadagent.WaitLeader(ctx, c.API)
 }
 
 func (c *Cluster) startClient(ctx context.Context, nomadBin string, spec ClientSpec) error {
@@ -209,7 +209,11 @@ func (c *Cluster) teardown() {
 		c.dumpLogs()
 	}
 	if c.API != nil && c.Server.Running() {
-		c.stopAllJobs(30 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := nomadagent.StopAllJobs(ctx, c.API); err != nil {
+			c.t.Logf("testcluster: jobs did not all stop before teardown: %v", err)
+		}
+		cancel()
 	}
 	for _, a := range c.agents() {
 		if err := a.Stop(20 * time.Second); err != nil {

@@ -158,35 +158,3 @@ func (c *Cluster) StartClient(cl *Client) {
 		c.t.Fatalf("testcluster: client %s came back as node %s, was %s", cl.Name(), cl.NodeID, oldID)
 	}
 }
-
-// stopAllJobs deregisters and purges every job in every namespace and waits
-// (bounded) for their allocations to stop, so tasks end through Nomad
-// before the agents go away. Whatever is still running is swept afterwards.
-func (c *Cluster) stopAllJobs(timeout time.Duration) {
-	q := &api.QueryOptions{Namespace: "*"}
-	jobs, _, err := c.API.Jobs().List(q)
-	if err != nil {
-		c.t.Logf("testcluster: listing jobs for cleanup: %v", err)
-		return
-	}
-	for _, j := range jobs {
-		_, _, _ = c.API.Jobs().Deregister(j.ID, false, &api.WriteOptions{Namespace: j.Namespace})
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err = Poll(ctx, pollInterval, func() error {
-		allocs, _, err := c.API.Allocations().List(q)
-		if err != nil {
-			return err
-		}
-		for _, a := range allocs {
-			if a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusPending {
-				return fmt.Errorf("alloc %s of %s still %s", a.ID[:8], a.JobID, a.ClientStatus)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		c.t.Logf("testcluster: jobs did not all stop: %v", err)
-	}
-}

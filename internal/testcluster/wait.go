@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/internal/nomadagent"
 )
 
 // pollInterval is how often the harness re-checks cluster state.
@@ -15,19 +17,7 @@ const pollInterval = 100 * time.Millisecond
 // Poll calls check every interval until it returns nil or ctx ends; it then
 // returns the last error check gave, so a timeout says what was not true.
 func Poll(ctx context.Context, interval time.Duration, check func() error) error {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: last state: %v", ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	return nomadagent.Poll(ctx, interval, check)
 }
 
 // Eventually polls check until it returns nil, failing the test with the
@@ -41,70 +31,14 @@ func (c *Cluster) Eventually(timeout time.Duration, what string, check func() er
 	}
 }
 
-func (c *Cluster) waitLeader(ctx context.Context) error {
-	err := Poll(ctx, pollInterval, func() error {
-		leader, err := c.API.Status().Leader()
-		if err != nil {
-			return err
-		}
-		if leader == "" {
-			return errors.New("no leader yet")
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for a leader: %w", err)
-	}
-	return nil
-}
-
 // waitClientReady waits until the client's node is registered, ready, has
 // raw_exec and every project driver plugin healthy, and passes spec.Ready.
 func (c *Cluster) waitClientReady(ctx context.Context, cl *Client) error {
-	err := Poll(ctx, pollInterval, func() error {
-		node, err := c.nodeByName(cl.Name())
-		if err != nil {
-			return err
-		}
+	node, err := nomadagent.WaitNodeReady(ctx, c.API, cl.Name(), c.driverNames(), cl.Spec.Ready)
+	if node != nil {
 		cl.NodeID = node.ID
-		return nodeReady(node, c.driverNames(), cl.Spec.Ready)
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for client %s to be ready: %w", cl.Name(), err)
 	}
-	return nil
-}
-
-func nodeReady(node *api.Node, drivers []string, extra func(*api.Node) error) error {
-	if node.Status != api.NodeStatusReady {
-		return fmt.Errorf("node %s is %s", node.Name, node.Status)
-	}
-	for _, d := range drivers {
-		info := node.Drivers[d]
-		if info == nil || !info.Detected || !info.Healthy {
-			return fmt.Errorf("node %s: driver %s not detected and healthy (%+v)", node.Name, d, info)
-		}
-	}
-	if extra != nil {
-		return extra(node)
-	}
-	return nil
-}
-
-// nodeByName returns the full node registered under name.
-func (c *Cluster) nodeByName(name string) (*api.Node, error) {
-	stubs, _, err := c.API.Nodes().List(&api.QueryOptions{Filter: fmt.Sprintf("Name == %q", name)})
-	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	if len(stubs) == 0 {
-		return nil, fmt.Errorf("node %s not registered yet", name)
-	}
-	node, _, err := c.API.Nodes().Info(stubs[0].ID, nil)
-	if err != nil {
-		return nil, fmt.Errorf("reading node %s: %w", name, err)
-	}
-	return node, nil
+	return err
 }
 
 // Node returns the client's node as the server sees it now.

@@ -1,0 +1,80 @@
+// Package dev runs Allot's local development environment: a single-node
+// Nomad v1.6.1 (server and client on loopback) with the project's plugins,
+// until Ctrl-C. `make dev` runs `allotctl dev up`.
+package dev
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Command returns the `dev` noun with its `up` verb.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:  "dev",
+		Usage: "run a local Allot development environment",
+		Subcommands: []*cli.Command{{
+			Name:  "up",
+			Usage: "start a local Nomad with Allot's plugins and run until Ctrl-C",
+			Description: "Starts a single Nomad v1.6.1 agent (server and client) bound to 127.0.0.1\n" +
+				"with the plugins found in -bin-dir, waits until its node is ready, prints\n" +
+				"what to do next, and on Ctrl-C stops every job and the agent and removes\n" +
+				"its data. This is what `make dev` runs.",
+			Flags:  upFlags(),
+			Action: upAction,
+		}},
+	}
+}
+
+func upFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "dir", Value: ".dev", Usage: "directory for the agent's config, data and log"},
+		&cli.StringFlag{Name: "bin-dir", Usage: "directory holding nomad and the plugin binaries (default: allotctl's own directory)"},
+		&cli.IntFlag{Name: "http-port", Value: 4646, Usage: "Nomad HTTP API and UI port"},
+		&cli.IntFlag{Name: "rpc-port", Value: 4647, Usage: "Nomad RPC port"},
+		&cli.IntFlag{Name: "serf-port", Value: 4648, Usage: "Nomad serf port"},
+		&cli.StringFlag{Name: "log-level", Value: "INFO", Usage: "Nomad agent log level"},
+	}
+}
+
+func upAction(c *cli.Context) error {
+	opts, err := optionsFrom(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Up(ctx, opts, c.App.Writer)
+}
+
+func optionsFrom(c *cli.Context) (Options, error) {
+	binDir := c.String("bin-dir")
+	if binDir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return Options{}, fmt.Errorf("finding allotctl's directory: %w", err)
+		}
+		binDir = filepath.Dir(exe)
+	}
+	dir, err := filepath.Abs(c.String("dir"))
+	if err != nil {
+		return Options{}, err
+	}
+	binDir, err = filepath.Abs(binDir)
+	if err != nil {
+		return Options{}, err
+	}
+	return Options{
+		Dir:      dir,
+		BinDir:   binDir,
+		HTTPPort: c.Int("http-port"),
+		RPCPort:  c.Int("rpc-port"),
+		SerfPort: c.Int("serf-port"),
+		LogLevel: c.String("log-level"),
+	}, nil
+}

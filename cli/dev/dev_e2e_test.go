@@ -1,0 +1,110 @@
+//go:build e2e
+
+package dev
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/internal/nomadagent"
+	"github.com/allot-sh/allot/internal/testcluster"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestE2E_DevUp(t *testing.T) {
+	nomadBin, err := testcluster.NomadBinary()
+	must.NoError(t, err)
+	ports, err := nomadagent.FreePorts(3)
+	must.NoError(t, err)
+	dir := t.TempDir()
+	opts := Options{
+		Dir: dir, BinDir: filepath.Dir(nomadBin), LogLevel: "DEBUG",
+		HTTPPort: ports[0], RPCPort: ports[1], SerfPort: ports[2],
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan struct{})
+	var upErr error
+	go func() { upErr = Up(ctx, opts, &out); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(dir, "nomad", "agent.log"))
+			t.Logf("dev up output:\n%s\nagent log:\n%s", out.String(), log)
+		}
+	})
+
+	waitFor(t, 2*time.Minute, func() error {
+		select {
+		case <-done:
+			return errors.Join(errStopped, upErr)
+		default:
+		}
+		if !strings.Contains(out.String(), "is ready") {
+			return errors.New("not ready yet")
+		}
+		return nil
+	})
+	must.StrContains(t, out.String(), "export NOMAD_ADDR=http://127.0.0.1:")
+
+	client, err := api.NewClient(&api.Config{Address: "http://127.0.0.1:" + itoa(ports[0])})
+	must.NoError(t, err)
+	node, err := nomadagent.NodeByName(client, NodeName)
+	must.NoError(t, err)
+	must.Eq(t, api.NodeStatusReady, node.Status)
+
+	cancel()
+	select {
+	case <-done:
+		must.NoError(t, upErr)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("dev up did not stop within 2 minutes of the interrupt")
+	}
+	must.StrContains(t, out.String(), "Stopped")
+	_, err = os.Stat(filepath.Join(dir, "nomad", "data"))
+	must.True(t, os.IsNotExist(err), must.Sprint("data dir not removed"))
+	killed, err := nomadagent.Sweep(dir)
+	must.NoError(t, err)
+	must.SliceEmpty(t, killed, must.Sprint("processes outlived dev up"))
+}
+
+var errStopped = errors.New("dev up returned early")
+
+func waitFor(t *testing.T, timeout time.Duration, check func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	must.NoError(t, nomadagent.Poll(ctx, 100*time.Millisecond, check))
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

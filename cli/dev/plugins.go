@@ -1,0 +1,70 @@
+package dev
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// pluginSpec says how the dev node runs one of the project's plugins.
+type pluginSpec struct {
+	// driver is the task driver name, for driver plugins.
+	driver string
+	// config returns the HCL body of the plugin's config block.
+	config func(opts Options) (string, error)
+}
+
+// knownPlugins are the project plugins dev loads when their binary exists in
+// the bin dir.
+var knownPlugins = map[string]pluginSpec{
+	"nomad-device-accel": {config: func(Options) (string, error) { return "", nil }},
+	"nomad-driver-ckpt":  {driver: "ckpt", config: func(Options) (string, error) { return "", nil }},
+}
+
+// preparePlugins copies the plugins found in the bin dir into the agent's
+// plugin_dir (Nomad would try to load any other executable there, nomad and
+// allotctl included) and renders their configs.
+func preparePlugins(opts Options) ([]string, map[string]string, error) {
+	pluginDir := filepath.Join(opts.Dir, "plugins")
+	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating plugin dir: %w", err)
+	}
+	var names []string
+	configs := map[string]string{}
+	for name, spec := range knownPlugins {
+		src := filepath.Join(opts.BinDir, name)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := copyFile(src, filepath.Join(pluginDir, name)); err != nil {
+			return nil, nil, err
+		}
+		cfg, err := spec.config(opts)
+		if err != nil {
+			return nil, nil, fmt.Errorf("configuring plugin %s: %w", name, err)
+		}
+		names = append(names, name)
+		configs[name] = cfg
+	}
+	sort.Strings(names)
+	return names, configs, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("copying plugin: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return fmt.Errorf("copying plugin: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying plugin %s: %w", src, err)
+	}
+	return out.Close()
+}

@@ -1,0 +1,223 @@
+package dev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/internal/nomadagent"
+)
+
+// NodeName is the dev node's name.
+const NodeName = "dev-1"
+
+// Options configure the dev environment.
+type Options struct {
+	// Dir holds the agent's config, data, log and plugin dir.
+	Dir string
+	// BinDir holds bin/nomad and the project's plugin binaries.
+	BinDir                      string
+	HTTPPort, RPCPort, SerfPort int
+	LogLevel                    string
+	// StartTimeout bounds start-up; default 2 minutes.
+	StartTimeout time.Duration
+}
+
+// Env is what the running dev environment offers to later steps.
+type Env struct {
+	Options
+	Agent *nomadagent.Agent
+	Nomad *api.Client
+	// Plugins are the project plugins the agent loaded.
+	Plugins []string
+}
+
+// Up starts the environment, prints how to use it to out, and blocks until
+// ctx ends (Ctrl-C); then it stops everything and removes the agent's data.
+func Up(ctx context.Context, opts Options, out io.Writer) error {
+	env, err := Start(ctx, opts, out)
+	if env != nil {
+		defer env.Stop(out)
+	}
+	if err != nil {
+		return err
+	}
+	printNext(out, env)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out, "\n==> Caught interrupt, stopping")
+		return nil
+	case <-env.Agent.Exited():
+		return fmt.Errorf("the Nomad agent exited unexpectedly; see %s", env.Agent.LogPath())
+	}
+}
+
+// Start brings the environment up and returns it; the caller must Stop it,
+// also when Start fails with a non-nil Env.
+func Start(ctx context.Context, opts Options, out io.Writer) (*Env, error) {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 2 * time.Minute
+	}
+	nomadBin := filepath.Join(opts.BinDir, "nomad")
+	if _, err := os.Stat(nomadBin); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make build` first: %w", nomadBin, err)
+	}
+	if err := checkPortsFree(opts.HTTPPort, opts.RPCPort, opts.SerfPort); err != nil {
+		return nil, err
+	}
+	if err := resetDir(opts.Dir); err != nil {
+		return nil, err
+	}
+	plugins, pluginConfig, err := preparePlugins(opts)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := nomadagent.New(nomadBin, filepath.Join(opts.Dir, "nomad"), agentConfig(opts, plugins, pluginConfig))
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Options: opts, Agent: agent, Plugins: plugins}
+	fmt.Fprintf(out, "==> Starting Nomad v1.6.1 (server + client %q) on 127.0.0.1:%d\n", NodeName, opts.HTTPPort)
+	fmt.Fprintf(out, "    plugins: %s\n    log:     %s\n", listOrNone(plugins), agent.LogPath())
+	startCtx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := env.startNomad(startCtx, out); err != nil {
+		return env, err
+	}
+	return env, nil
+}
+
+func (e *Env) startNomad(ctx context.Context, out io.Writer) error {
+	if err := e.Agent.Start(ctx, false); err != nil {
+		return err
+	}
+	client, err := e.Agent.API()
+	if err != nil {
+		return err
+	}
+	e.Nomad = client
+	if err := nomadagent.WaitLeader(ctx, client); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "    leader elected")
+	node, err := nomadagent.WaitNodeReady(ctx, client, NodeName, e.drivers(), nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "    node %s ready (drivers: %s)\n", node.Name, strings.Join(e.drivers(), ", "))
+	return nil
+}
+
+// drivers lists the task drivers the dev node must have healthy.
+func (e *Env) drivers() []string {
+	drivers := []string{"raw_exec"}
+	for _, p := range e.Plugins {
+		if d := knownPlugins[p].driver; d != "" {
+			drivers = append(drivers, d)
+		}
+	}
+	return drivers
+}
+
+// Stop stops every job (so tasks end through Nomad), then the agent, sweeps
+// any process or mount left under Dir and removes the agent's data.
+func (e *Env) Stop(out io.Writer) {
+	if e.Nomad != nil && e.Agent.Running() {
+		fmt.Fprintln(out, "    stopping jobs")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := nomadagent.StopAllJobs(ctx, e.Nomad); err != nil {
+			fmt.Fprintf(out, "    warning: %v\n", err)
+		}
+		cancel()
+	}
+	fmt.Fprintln(out, "    stopping the Nomad agent")
+	if err := e.Agent.Stop(30 * time.Second); err != nil {
+		fmt.Fprintf(out, "    warning: %v\n", err)
+	}
+	if _, err := nomadagent.Sweep(e.Dir, nomadagent.CgroupParentsIn(e.Dir)...); err != nil {
+		fmt.Fprintf(out, "    warning: %v\n", err)
+	}
+	if err := os.RemoveAll(e.Agent.Config().DataDir); err != nil {
+		fmt.Fprintf(out, "    warning: removing data: %v\n", err)
+	}
+	fmt.Fprintf(out, "==> Stopped; the agent log stays in %s\n", e.Agent.LogPath())
+}
+
+func agentConfig(opts Options, plugins []string, pluginConfig map[string]string) nomadagent.Config {
+	return nomadagent.Config{
+		Name:           NodeName,
+		Server:         true,
+		Client:         true,
+		Ports:          nomadagent.Ports{HTTP: opts.HTTPPort, RPC: opts.RPCPort, Serf: opts.SerfPort},
+		LogLevel:       opts.LogLevel,
+		PluginDir:      filepath.Join(opts.Dir, "plugins"),
+		NodePool:       "default",
+		NodeClass:      "dev",
+		MaxKillTimeout: "10m",
+		CgroupParent:   nomadagent.CgroupParent("allot-dev"),
+		RawExec:        true,
+		Plugins:        pluginConfig,
+	}
+}
+
+// resetDir sweeps what an earlier, killed run may have left in dir and
+// starts from an empty data dir.
+func resetDir(dir string) error {
+	if _, err := nomadagent.Sweep(dir, nomadagent.CgroupParentsIn(dir)...); err != nil {
+		return err
+	}
+	for _, sub := range []string{"nomad", "plugins"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return fmt.Errorf("cleaning %s: %w", dir, err)
+		}
+	}
+	return os.MkdirAll(dir, 0o755)
+}
+
+func checkPortsFree(ports ...int) error {
+	var busy []string
+	for _, p := range ports {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			busy = append(busy, fmt.Sprint(p))
+			continue
+		}
+		l.Close()
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("port(s) %s on 127.0.0.1 already in use (another Nomad or `dev up` running?); pick others with -http-port, -rpc-port, -serf-port: %w",
+			strings.Join(busy, ", "), errPortBusy)
+	}
+	return nil
+}
+
+var errPortBusy = errors.New("port busy")
+
+func printNext(out io.Writer, e *Env) {
+	addr := e.Agent.Config().HTTPAddr()
+	fmt.Fprintf(out, `
+==> Allot dev environment is ready. In another terminal:
+
+    export NOMAD_ADDR=%s
+    %s node status
+
+    Nomad UI: %s/ui
+
+    Press Ctrl-C to stop everything and clean up.
+`, addr, filepath.Join(e.BinDir, "nomad"), addr)
+}
+
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none built yet"
+	}
+	return strings.Join(s, ", ")
+}
