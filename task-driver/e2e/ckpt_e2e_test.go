@@ -77,6 +77,8 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		must.Eq(t, step, atoi(t, m[1]), must.Sprint("the replacement resumes from the saved step, not from 0"))
 		resume := waitEvent(t, c, next.ID, `^Checkpoint resume: `, time.Minute)
 		must.Eq(t, saved.Details["checkpoint_step"], resume.Details["checkpoint_step"])
+		t.Logf("stopped alloc: %s", describe(c.TaskEvents(first.ID, "train")))
+		t.Logf("replacement: %s", describe(c.TaskEvents(next.ID, "train")))
 		stopJob(t, c, *job.ID)
 	})
 
@@ -96,6 +98,24 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		must.Between(t, 5*time.Second, total, 7*time.Second, must.Sprintf("SIGKILL at kill_timeout 5s; events: %s",
 			describe(c.TaskEvents(alloc.ID, "train"))))
 		must.StrNotContains(t, c.TaskLogs(alloc.ID, "train", "stdout"), "checkpointed")
+		t.Logf("events: %s", describe(c.TaskEvents(alloc.ID, "train")))
+	})
+
+	t.Run("config: bad signal fails clearly, a too long checkpoint timeout warns", func(t *testing.T) {
+		bad := strings.Replace(job("badsig").trainerArgs().hcl(trainer), `"SIGUSR1"`, `"SIGBOGUS"`, 1)
+		job1, _ := c.RegisterHCL("badsig.nomad.hcl", bad)
+		alloc := c.WaitForAlloc(api.DefaultNamespace, *job1.ID, time.Minute, testcluster.ClientStatus(api.AllocClientStatusFailed))
+		failure := waitEvent(t, c, alloc.ID, `checkpoint\.signal: invalid signal "SIGBOGUS"`, 10*time.Second)
+		must.Eq(t, api.TaskDriverFailure, failure.Type)
+
+		j := job("longckpt").trainerArgs("-ignore-signals").timeouts("30s", "2s")
+		job2, _ := c.RegisterHCL("longckpt.nomad.hcl", j.hcl(trainer))
+		alloc = running(c, *job2.ID)
+		waitLog(t, c, alloc.ID, `starting at step 0`, time.Minute)
+		stopJob(t, c, *job2.ID)
+		waitEvent(t, c, alloc.ID, `^Checkpoint warning: checkpoint timeout 30s is not below the kill_timeout 2s`, 10*time.Second)
+		waitEvent(t, c, alloc.ID, `^Checkpoint timed out after 1\.8`, 10*time.Second)
+		t.Logf("events: %s", describe(c.TaskEvents(alloc.ID, "train")))
 	})
 
 	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", func(t *testing.T) {
@@ -117,6 +137,7 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		stopJob(t, c, *job.ID)
 		saved := waitEvent(t, c, after.ID, `^Checkpoint saved: .* step \d+ \(`, 10*time.Second)
 		must.Eq(t, "requested", saved.Details["trigger"])
+		t.Logf("recovered alloc: %s", describe(c.TaskEvents(after.ID, "train")))
 	})
 
 	t.Run("d: Nomad preemption evicts a ckpt job that checkpoints and later resumes", func(t *testing.T) {
@@ -136,6 +157,11 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		next := running(c, *victim.ID, first.ID)
 		m := waitLog(t, c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
 		must.Eq(t, step, atoi(t, m[1]))
+		evicted, _, err := c.API.Allocations().Info(first.ID, nil)
+		must.NoError(t, err)
+		must.Eq(t, api.AllocDesiredStatusEvict, evicted.DesiredStatus, must.Sprint("the victim was evicted by preemption"))
+		must.NotEq(t, "", evicted.PreemptedByAllocation)
+		t.Logf("victim: %s", describe(c.TaskEvents(first.ID, "train")))
 		stopJob(t, c, *victim.ID)
 	})
 }
