@@ -69,6 +69,26 @@ job "JOBNAME" {
 }
 `
 
+// deviceJob is a one-shot batch job (name, device block).
+const deviceJob = `
+job "%s" {
+  type = "batch"
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/true"
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+        %s
+      }
+    }
+  }
+}
+`
+
 func runGPUJob(t *testing.T, c *testcluster.Cluster, name, topology, sleep string) *api.Job {
 	t.Helper()
 	src := strings.Replace(gpuJob, "JOBNAME", name, 1)
@@ -145,6 +165,66 @@ func TestE2E_DevicePlugin(t *testing.T) {
 		logs := c.TaskLogs(alloc.ID, "t", "stdout")
 		must.StrContains(t, logs, "NVIDIA="+strings.Join(ids, ","))
 		must.StrContains(t, logs, "CUDA="+strings.Join(ids, ","))
+	})
+
+	t.Run("documented device constraints and affinities place as described", func(t *testing.T) {
+		tests := map[string]struct {
+			device string
+			want   *testcluster.Client
+		}{
+			"model memory and compute capability": {`device "nvidia/gpu" {
+          count = 4
+          constraint {
+            attribute = "${device.attr.model}"
+            operator  = "set_contains_any"
+            value     = "H100,H200"
+          }
+          constraint {
+            attribute = "${device.attr.memory}"
+            operator  = ">="
+            value     = "80 GiB"
+          }
+          constraint {
+            attribute = "${device.attr.compute_capability}"
+            operator  = "version"
+            value     = ">= 9.0"
+          }
+        }`, h200},
+			"npus by model": {`device "huawei/npu" {
+          count = 8
+          constraint {
+            attribute = "${device.attr.model}"
+            value     = "Ascend910B"
+          }
+        }`, mixed},
+			"a100 by numa node": {`device "nvidia/gpu" {
+          count = 2
+          constraint {
+            attribute = "${device.attr.numa_node}"
+            value     = "1"
+          }
+          constraint {
+            attribute = "${device.attr.model}"
+            value     = "A100"
+          }
+          affinity {
+            attribute = "${device.attr.topology}"
+            operator  = "set_contains_any"
+            value     = "nvswitch,nvlink"
+            weight    = 80
+          }
+        }`, mixed},
+		}
+		i := 0
+		for name, tc := range tests {
+			i++
+			t.Run(name, func(t *testing.T) {
+				src := fmt.Sprintf(deviceJob, fmt.Sprintf("doc-%d", i), tc.device)
+				job, _ := c.RegisterHCL("doc.nomad.hcl", src)
+				alloc := c.WaitForAlloc(api.DefaultNamespace, *job.ID, 2*time.Minute, testcluster.ClientStatus(api.AllocClientStatusComplete))
+				must.Eq(t, tc.want.NodeID, alloc.NodeID)
+			})
+		}
 	})
 
 	var pairJob *api.Job
