@@ -28,18 +28,19 @@ type Initial struct {
 // out: updates replace entries, so a Snapshot stays consistent while the
 // engine reads it. Safe for concurrent use.
 type Store struct {
-	mu      sync.RWMutex
-	nodes   map[string]*engine.Node
-	allocs  map[string]*engine.Alloc
-	jobs    map[string]*engine.Job
-	meta    map[string]map[string]string // namespace → meta
-	ckpt    map[string]time.Time         // alloc ID → last checkpoint saved
-	verify  map[string]bool              // jobs that may have been purged
-	index   uint64
-	synced  bool
-	book    *quota.Book
-	governs func(ns string) bool
-	changed chan struct{}
+	mu       sync.RWMutex
+	nodes    map[string]*engine.Node
+	allocs   map[string]*engine.Alloc
+	jobs     map[string]*engine.Job
+	meta     map[string]map[string]string // namespace → meta
+	ckpt     map[string]time.Time         // alloc ID → last checkpoint saved
+	verify   map[string]bool              // jobs that may have been purged
+	index    uint64
+	synced   bool
+	nsLoaded bool
+	book     *quota.Book
+	governs  func(ns string) bool
+	changed  chan struct{}
 }
 
 // NewStore returns an empty store. book receives namespace meta; governs
@@ -89,6 +90,14 @@ func (s *Store) Synced() bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.synced
+}
+
+// Ready tells whether both a full listing and the namespaces are loaded:
+// only then can the governor tell governed namespaces from others.
+func (s *Store) Ready() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.synced && s.nsLoaded
 }
 
 // Index is the newest Raft index applied.
@@ -174,6 +183,7 @@ func (s *Store) SetNamespaces(nss []*api.Namespace) {
 		}
 	}
 	s.book.Retain(keep)
+	s.nsLoaded = true
 	s.mu.Unlock()
 	s.notify()
 }

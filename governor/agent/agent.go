@@ -1,0 +1,106 @@
+// Package agent wires the governor's parts together and runs them: the
+// cluster watcher, the decision loop and the HTTP server.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/actuate"
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/config"
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/metrics"
+	"github.com/allot-sh/allot/governor/proxy"
+	"github.com/allot-sh/allot/governor/quota"
+	"github.com/allot-sh/allot/governor/reconcile"
+	"github.com/allot-sh/allot/governor/server"
+)
+
+// Run runs the governor until ctx ends. ready, when set, is called with
+// the listen address once the server accepts connections.
+func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(net.Addr)) error {
+	hc, client, err := nomadClients(cfg.Nomad)
+	if err != nil {
+		return err
+	}
+	target, _ := url.Parse(cfg.Nomad.Address) // validated by config
+	m := metrics.New()
+	book := quota.NewBook(cfg.ClassNames())
+	store := cluster.NewStore(book, cfg.GovernsNamespace)
+	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
+		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
+	rec := &reconcile.Reconciler{Store: store, Config: EngineConfig(cfg), Metrics: m, Log: log.Named("reconcile"),
+		Now: time.Now, Interval: cfg.CycleInterval,
+		Actuator: &actuate.Actuator{Jobs: client.Jobs(), Store: store, Log: log.Named("actuate"), Now: time.Now}}
+	governed := func(ns string) bool {
+		_, ok := book.Get(ns)
+		return ok && cfg.GovernsNamespace(ns)
+	}
+	px := proxy.New(proxy.Options{Target: target, Transport: hc.Transport, Reconciler: rec, Store: store,
+		Governed: governed, Log: log.Named("proxy"), Metrics: m})
+	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"),
+		Visible: server.NomadVisible(target, hc)}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errCh := make(chan error, 1)
+	go func() { errCh <- hs.Serve(ln) }()
+	go watcher.Run(ctx)
+	go rec.Run(ctx)
+	log.Info("governor running", "listen", ln.Addr().String(), "nomad", cfg.Nomad.Address)
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-errCh:
+		return fmt.Errorf("serving: %w", err)
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// EngineConfig maps the configuration onto the engine's.
+func EngineConfig(cfg config.Config) engine.Config {
+	ec := engine.Config{StarvationTimeout: cfg.StarvationTimeout, Classes: map[string]engine.Class{}}
+	for name, c := range cfg.Classes {
+		ec.Classes[name] = engine.Class{Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted}
+	}
+	return ec
+}
+
+// nomadClients builds the HTTP client (TLS configured) and the API client
+// carrying the governor's own token. The proxy uses the HTTP client's
+// transport only, so the governor's token never reaches a caller's request.
+func nomadClients(n config.Nomad) (*http.Client, *api.Client, error) {
+	hc := cleanhttp.DefaultPooledClient()
+	tls := &api.TLSConfig{CACert: n.CACert, ClientCert: n.ClientCert, ClientKey: n.ClientKey,
+		TLSServerName: n.TLSServerName, Insecure: n.TLSSkipVerify}
+	if err := api.ConfigureTLS(hc, tls); err != nil {
+		return nil, nil, fmt.Errorf("configuring TLS to Nomad: %w", err)
+	}
+	ac := api.DefaultConfig()
+	ac.Address, ac.SecretID, ac.TLSConfig, ac.HttpClient = n.Address, n.Token, tls, hc
+	client, err := api.NewClient(ac)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating Nomad client: %w", err)
+	}
+	return hc, client, nil
+}

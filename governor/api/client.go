@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// ErrNotFound is returned for a 404 answer.
+var ErrNotFound = errors.New("not found")
+
+// Client talks to a governor's /allot/v1 API.
+type Client struct {
+	// Address is the governor's base URL, e.g. http://127.0.0.1:4680.
+	Address string
+	// Token is sent as X-Nomad-Token; the governor shows only namespaces
+	// it can read.
+	Token string
+	HTTP  *http.Client
+}
+
+// Tenants lists the governed namespaces the caller can read.
+func (c *Client) Tenants(ctx context.Context) (*TenantList, error) {
+	var out TenantList
+	return &out, c.get(ctx, "/allot/v1/tenants", &out)
+}
+
+// Queue returns the queue in order.
+func (c *Client) Queue(ctx context.Context) (*Queue, error) {
+	var out Queue
+	return &out, c.get(ctx, "/allot/v1/queue", &out)
+}
+
+// Why explains where job ns/id stands.
+func (c *Client) Why(ctx context.Context, ns, id string) (*Why, error) {
+	var out Why
+	return &out, c.get(ctx, "/allot/v1/jobs/"+url.PathEscape(ns)+"/"+url.PathEscape(id)+"/why", &out)
+}
+
+// Healthy returns nil when the governor reports itself healthy.
+func (c *Client) Healthy(ctx context.Context) error {
+	var out map[string]string
+	return c.get(ctx, "/healthz", &out)
+}
+
+func (c *Client) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(c.Address, "/")+path, nil)
+	if err != nil {
+		return fmt.Errorf("building request: %w", err)
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Nomad-Token", c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET %s: reading body: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e Error
+		_ = json.Unmarshal(body, &e)
+		if resp.StatusCode == http.StatusNotFound {
+			return fmt.Errorf("GET %s: %w: %s", path, ErrNotFound, e.Error)
+		}
+		return fmt.Errorf("GET %s: status %d: %s", path, resp.StatusCode, strings.TrimSpace(e.Error+" "+string(body)))
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("GET %s: decoding: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/reconcile"
+)
+
+// submission is a job register request kept as raw JSON, so fields this
+// proxy does not know reach Nomad unchanged.
+type submission struct {
+	body map[string]json.RawMessage
+	job  map[string]json.RawMessage
+	// parsed is the job decoded for admission.
+	parsed *api.Job
+	ns     string
+}
+
+// parseSubmission decodes a register request. ok is false when the body is
+// not a register request the proxy understands; Nomad then judges it.
+func parseSubmission(r *http.Request, body []byte) (*submission, bool) {
+	s := &submission{}
+	if json.Unmarshal(body, &s.body) != nil || json.Unmarshal(s.body["Job"], &s.job) != nil {
+		return nil, false
+	}
+	if json.Unmarshal(s.body["Job"], &s.parsed) != nil || s.parsed == nil || s.parsed.ID == nil {
+		return nil, false
+	}
+	s.ns = namespaceOf(r, s.parsed)
+	return s, true
+}
+
+// namespaceOf is the namespace a job is written to: the job's own, else
+// the request's, else default.
+func namespaceOf(r *http.Request, j *api.Job) string {
+	if j.Namespace != nil && *j.Namespace != "" {
+		return *j.Namespace
+	}
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	return api.DefaultNamespace
+}
+
+// admissible tells whether the governor admits this job at all: periodic
+// and parameterized parents, system jobs and jobs registered stopped pass.
+func admissible(j *api.Job) bool {
+	state := cluster.JobState(j)
+	return state == engine.Direct || state == engine.Admitted
+}
+
+// register admits a job registration: admitted jobs are registered with
+// allot.state=admitted, the others held in the queue; both get Warnings.
+func (p *Proxy) register(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	sub, ok := parseSubmission(r, body)
+	if !ok || !p.governed(sub.ns) || !admissible(sub.parsed) {
+		p.rp.ServeHTTP(w, r)
+		return nil
+	}
+	cand := cluster.ConvertJob(sub.parsed)
+	cand.Namespace = sub.ns
+	if old, ok := p.store.Job(sub.ns, cand.ID); ok && old.State == engine.Queued {
+		cand.QueuedAt = old.QueuedAt // an edit of a held job keeps its place
+	}
+	return p.rec.Admit(cand, func(v reconcile.Verdict) error {
+		return p.writeAdmitted(w, r, sub, cand, v)
+	})
+}
+
+// writeAdmitted rewrites the job for verdict v, registers it with the
+// caller's token and replies with the governor's warning added.
+func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submission, cand *engine.Job, v reconcile.Verdict) error {
+	queuedAt := cand.QueuedAt
+	if err := sub.mark(v, queuedAt, time.Now()); err != nil {
+		return err
+	}
+	out, err := json.Marshal(sub.body)
+	if err != nil {
+		return fmt.Errorf("encoding job: %w", err)
+	}
+	resp, data, err := p.forward(r, out)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		reply(w, resp, data)
+		return nil
+	}
+	var rr api.JobRegisterResponse
+	if err := json.Unmarshal(data, &rr); err == nil {
+		p.remember(sub, rr.JobModifyIndex)
+		data = withWarning(data, warning(sub.ns, cand.ID, v))
+	}
+	p.countSubmission(sub.ns, v)
+	reply(w, resp, data)
+	return nil
+}
+
+// mark sets Stop, Priority and the allot.* meta for the verdict.
+func (s *submission) mark(v reconcile.Verdict, queuedAt, now time.Time) error {
+	meta := map[string]string{}
+	for k, val := range s.parsed.Meta {
+		meta[k] = val
+	}
+	if v.Admitted {
+		meta[cluster.MetaState] = cluster.StateAdmitted
+		meta[cluster.MetaAdmittedAt] = now.UTC().Format(time.RFC3339Nano)
+	} else {
+		meta[cluster.MetaState] = cluster.StateQueued
+		meta[cluster.MetaQueuedAt] = queuedAt.UTC().Format(time.RFC3339Nano)
+	}
+	fields := map[string]any{"Meta": meta, "Stop": !v.Admitted}
+	if v.Priority > 0 {
+		fields["Priority"] = v.Priority
+	}
+	for k, val := range fields {
+		raw, err := json.Marshal(val)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", k, err)
+		}
+		s.job[k] = raw
+	}
+	s.parsed.Meta, s.parsed.Stop = meta, pointer(!v.Admitted)
+	raw, err := json.Marshal(s.job)
+	if err != nil {
+		return fmt.Errorf("encoding job: %w", err)
+	}
+	s.body["Job"] = raw
+	return nil
+}
+
+// remember tells the store about the job just written, before its event.
+func (p *Proxy) remember(sub *submission, index uint64) {
+	j := *sub.parsed
+	j.Namespace = &sub.ns
+	j.JobModifyIndex = &index
+	now := time.Now().UnixNano()
+	j.SubmitTime = &now
+	p.store.UpsertJob(&j)
+}
+
+func (p *Proxy) countSubmission(ns string, v reconcile.Verdict) {
+	if p.metrics == nil {
+		return
+	}
+	if v.Admitted {
+		p.metrics.Submissions.WithLabelValues(ns, "admitted").Inc()
+		p.metrics.AdmittedTotal.WithLabelValues(ns, "proxy").Inc()
+		return
+	}
+	p.metrics.Submissions.WithLabelValues(ns, "queued").Inc()
+	p.metrics.HeldTotal.WithLabelValues(ns, "proxy").Inc()
+}
+
+// warning is the text the nomad CLI prints under "Job Warnings".
+func warning(ns, id string, v reconcile.Verdict) string {
+	if v.Admitted {
+		return fmt.Sprintf("allot: job %s/%s admitted (class %s, priority %d)", ns, id, v.Class, v.Priority)
+	}
+	return fmt.Sprintf("allot: job %s/%s is QUEUED (held, not running): position %d of %d in the queue, %d in tenant %s.\n  reason: %s\n  details: GET /allot/v1/jobs/%s/%s/why on the governor",
+		ns, id, v.Position, v.Total, v.TenantPosition, ns, v.Reason, ns, id)
+}
+
+// withWarning appends text to the Warnings field of a JSON response.
+func withWarning(data []byte, text string) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return data
+	}
+	var prev string
+	_ = json.Unmarshal(m["Warnings"], &prev)
+	if prev != "" {
+		text = prev + "\n" + text
+	}
+	raw, _ := json.Marshal(text)
+	m["Warnings"] = raw
+	out, err := json.Marshal(m)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+func pointer[T any](v T) *T { return &v }
