@@ -51,7 +51,7 @@ func benchDrivers() []benchDriver {
 			}},
 		{name: "raw_exec", setup: rawExecHarness,
 			task: func(tr string) (any, string) {
-				return &rawexec.TaskConfig{Command: tr, Args: []string{"-step-time", "10ms"}}, "SIGINT"
+				return &rawexec.TaskConfig{Command: tr, Args: trainerArgs}, "SIGINT"
 			}},
 	}
 }
@@ -86,13 +86,21 @@ func rawExecHarness(b *testing.B) *dtestutil.DriverHarness {
 
 // benchTask prepares (untimed) a task for one iteration, with a fresh job
 // ID so each run gets a fresh checkpoint dir. raw_exec tasks get a
-// checkpoint dir through the env, as the trainer needs one.
-func benchTask(b *testing.B, h *dtestutil.DriverHarness, tc any) (*drivers.TaskConfig, func()) {
+// checkpoint dir through the env, as the trainer needs one. The task is
+// destroyed and its alloc dir removed when the benchmark ends, even when it
+// fails (the alloc dir cleanup also closes the harness connection, so it
+// cannot run earlier).
+func benchTask(b *testing.B, h *dtestutil.DriverHarness, tc any) *drivers.TaskConfig {
 	cfg := &drivers.TaskConfig{ID: uuid.Generate(), AllocID: uuid.Generate(), Name: "train",
 		JobID: "bench-" + uuid.Short(), TaskGroupName: "g", Namespace: "default",
 		Env: map[string]string{EnvCheckpointDir: b.TempDir()}}
 	must.NoError(b, cfg.EncodeConcreteDriverConfig(tc))
-	return cfg, h.MkAllocDir(cfg, false)
+	cleanup := h.MkAllocDir(cfg, false)
+	b.Cleanup(func() {
+		_ = h.Impl().DestroyTask(cfg.ID, true)
+		cleanup()
+	})
+	return cfg
 }
 
 // waitReady waits until the trainer has written LATEST once.
@@ -136,7 +144,7 @@ func BenchmarkStartTask(b *testing.B) {
 			tc, sig := d.task(tr)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				cfg, cleanup := benchTask(b, h, tc)
+				cfg := benchTask(b, h, tc)
 				b.StartTimer()
 				_, _, err := h.StartTask(cfg)
 				must.NoError(b, err)
@@ -144,8 +152,6 @@ func BenchmarkStartTask(b *testing.B) {
 				waitReady(b, h, cfg)
 				must.NoError(b, h.StopTask(cfg.ID, 5*time.Second, sig))
 				waitDone(b, h, cfg.ID)
-				must.NoError(b, h.DestroyTask(cfg.ID, true))
-				cleanup()
 			}
 		})
 	}
@@ -161,7 +167,7 @@ func BenchmarkStopTask(b *testing.B) {
 			tc, sig := d.task(tr)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				cfg, cleanup := benchTask(b, h, tc)
+				cfg := benchTask(b, h, tc)
 				_, _, err := h.StartTask(cfg)
 				must.NoError(b, err)
 				waitReady(b, h, cfg)
@@ -169,8 +175,6 @@ func BenchmarkStopTask(b *testing.B) {
 				must.NoError(b, h.StopTask(cfg.ID, 5*time.Second, sig))
 				waitDone(b, h, cfg.ID)
 				b.StopTimer()
-				must.NoError(b, h.DestroyTask(cfg.ID, true))
-				cleanup()
 			}
 		})
 	}
