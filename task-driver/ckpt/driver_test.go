@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,18 +185,69 @@ func start(t *testing.T, h *dtestutil.DriverHarness, task *drivers.TaskConfig) *
 	return handle
 }
 
+// waitFile waits until path exists and holds a complete last line.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := os.Stat(path); err == nil {
+		if data, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(data), "\n") {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s did not appear within 10s", path)
 		}
 		<-tick.C
+	}
+}
+
+func TestDriverRunsAsTaskUserWithOwnerOnlyDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("running a task as another user needs root")
+	}
+	root := t.TempDir()
+	must.NoError(t, os.Chmod(filepath.Dir(root), 0o711))
+	must.NoError(t, os.Chmod(root, 0o711))
+	h := harness(t, root)
+	b := shellTask(`id -un > "$ALLOT_CHECKPOINT_DIR/whoami"; exec sleep 30`)
+	b.cfg.User = "nobody"
+	task := b.build(t, h)
+	// The harness makes its temp dir owner-only; a Nomad client's data dir
+	// lets task users reach their task dir.
+	must.NoError(t, os.Chmod(filepath.Dir(task.AllocDir), 0o711))
+	start(t, h, task)
+	dir := filepath.Join(root, "default", "train", "web", "0", "train")
+	waitFile(t, filepath.Join(dir, "whoami"))
+	who, err := os.ReadFile(filepath.Join(dir, "whoami"))
+	must.NoError(t, err)
+	must.Eq(t, "nobody\n", string(who))
+	info, err := os.Stat(dir)
+	must.NoError(t, err)
+	must.Eq(t, os.FileMode(0o700), info.Mode().Perm())
+	uid, _, err := lookupIDs("nobody")
+	must.NoError(t, err)
+	must.Eq(t, uint32(uid), info.Sys().(*syscall.Stat_t).Uid)
+}
+
+func TestDriverExecAndStats(t *testing.T) {
+	h := harness(t, t.TempDir())
+	task := shellTask(`exec sleep 30`).build(t, h)
+	start(t, h, task)
+	res, err := h.ExecTask(task.ID, []string{"/bin/sh", "-c", `echo "$ALLOT_CHECKPOINT_SIGNAL"`}, 10*time.Second)
+	must.NoError(t, err)
+	must.Zero(t, res.ExitResult.ExitCode)
+	must.Eq(t, "SIGUSR1\n", string(res.Stdout))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stats, err := h.TaskStats(ctx, task.ID, 100*time.Millisecond)
+	must.NoError(t, err)
+	select {
+	case s := <-stats:
+		must.NotNil(t, s)
+		must.NotNil(t, s.ResourceUsage)
+	case <-ctx.Done():
+		t.Fatal("no task stats within 10s")
 	}
 }
