@@ -95,7 +95,7 @@ func benchTask(b *testing.B, h *dtestutil.DriverHarness, tc any) *drivers.TaskCo
 		JobID: "bench-" + uuid.Short(), TaskGroupName: "g", Namespace: "default",
 		Env: map[string]string{EnvCheckpointDir: b.TempDir()}}
 	must.NoError(b, cfg.EncodeConcreteDriverConfig(tc))
-	cleanup := h.MkAllocDir(cfg, false)
+	cleanup := allocDirCleanup(cfg, h.MkAllocDir(cfg, false))
 	b.Cleanup(func() {
 		_ = h.Impl().DestroyTask(cfg.ID, true)
 		cleanup()

@@ -61,8 +61,17 @@ func (b *taskBuilder) signal(s string) *taskBuilder { b.tc.Checkpoint.Signal = s
 func (b *taskBuilder) build(t *testing.T, h *dtestutil.DriverHarness) *drivers.TaskConfig {
 	t.Helper()
 	must.NoError(t, b.cfg.EncodeConcreteDriverConfig(&b.tc))
-	t.Cleanup(h.MkAllocDir(b.cfg, false))
+	t.Cleanup(allocDirCleanup(b.cfg, h.MkAllocDir(b.cfg, false)))
 	return b.cfg
+}
+
+// allocDirCleanup wraps the harness's alloc dir cleanup, which leaves the
+// temp dir around the alloc dir behind.
+func allocDirCleanup(cfg *drivers.TaskConfig, cleanup func()) func() {
+	return func() {
+		cleanup()
+		_ = os.Remove(filepath.Dir(cfg.AllocDir))
+	}
 }
 
 // events collects the driver's task events.
