@@ -155,6 +155,31 @@ func TestE2E_DevicePlugin(t *testing.T) {
 		}
 	})
 
+	t.Run("per-device stats reach the node's host stats", func(t *testing.T) {
+		c.Eventually(30*time.Second, "device stats of h200", func() error {
+			hs, err := c.API.Nodes().Stats(h200.NodeID, nil)
+			if err != nil {
+				return err
+			}
+			for _, g := range hs.DeviceStats {
+				if g.Name != "H200" || len(g.InstanceStats) != 8 {
+					continue
+				}
+				for id, s := range g.InstanceStats {
+					if s.Summary == nil || s.Summary.IntNumeratorVal == nil || s.Stats == nil {
+						return fmt.Errorf("device %s: incomplete stats %+v", id, s)
+					}
+					util := s.Stats.Attributes["GPU utilization"]
+					if util == nil || util.FloatNumeratorVal == nil || *util.FloatNumeratorVal <= 0 {
+						return fmt.Errorf("device %s: no utilization in %+v", id, s.Stats.Attributes)
+					}
+				}
+				return nil
+			}
+			return fmt.Errorf("no H200 stats yet: %d groups", len(hs.DeviceStats))
+		})
+	})
+
 	t.Run("a topology constraint picks the node and Reserve sets both variables", func(t *testing.T) {
 		job := runGPUJob(t, c, "nvswitch-env", "nvswitch", "0")
 		alloc := c.WaitForAlloc(api.DefaultNamespace, *job.ID, 2*time.Minute, testcluster.ClientStatus(api.AllocClientStatusComplete))

@@ -78,23 +78,46 @@ func (p *Plugin) LastErrors() map[string]string {
 	return out
 }
 
-// snapshot fingerprints every backend, under the lock so Reserve and Stats
-// see a consistent device set.
+// snapshot fingerprints every backend. Backends run outside p.mu, so a
+// slow npu-smi does not hold up Reserve; roundMu keeps rounds (the loop,
+// Reserve's first-use round, the probe) from running a backend twice at
+// once.
 func (p *Plugin) snapshot(ctx context.Context) ([]Device, string) {
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.cfg == nil {
+		p.mu.Unlock()
 		return nil, GroupingNone
 	}
 	p.openBackendsLocked()
+	cfg, bs := p.cfg, append([]Backend(nil), p.backends...)
+	p.mu.Unlock()
+
+	type result struct {
+		devs []Device
+		err  error
+	}
+	results := make([]result, len(bs))
+	for i, b := range bs {
+		results[i].devs, results[i].err = b.Fingerprint(ctx)
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cfg != cfg {
+		// SetConfig replaced the backends meanwhile; the next round uses
+		// the new ones.
+		return nil, p.cfg.TopologyGrouping
+	}
 	ignored := map[string]bool{}
-	for _, id := range p.cfg.IgnoredDevices {
+	for _, id := range cfg.IgnoredDevices {
 		ignored[id] = true
 	}
 	var all []Device
 	devices := map[string]Device{}
-	for _, b := range p.backends {
-		for _, d := range p.fingerprintBackendLocked(ctx, b) {
+	for i, b := range bs {
+		for _, d := range p.recordLocked(b.Name(), results[i].devs, results[i].err) {
 			if ignored[d.ID] || ignored[d.MIGParent] && d.MIGParent != "" {
 				continue
 			}
@@ -103,12 +126,13 @@ func (p *Plugin) snapshot(ctx context.Context) ([]Device, string) {
 		}
 	}
 	p.devices = devices
-	return all, p.cfg.TopologyGrouping
+	return all, cfg.TopologyGrouping
 }
 
-func (p *Plugin) fingerprintBackendLocked(ctx context.Context, b Backend) []Device {
-	name := b.Name()
-	devs, err := b.Fingerprint(ctx)
+// recordLocked stores a backend's fingerprint result and returns the
+// devices to offer: the fresh ones, or after an error the last good ones
+// marked unhealthy with the error.
+func (p *Plugin) recordLocked(name string, devs []Device, err error) []Device {
 	if err == nil {
 		if prev, ok := p.lastErr[name]; ok {
 			p.logger.Info("backend recovered", "backend", name, "previous_error", prev)

@@ -63,13 +63,14 @@ func factories(fakes ...*fakeBackend) map[string]accel.Factory {
 // the client side, as the Nomad client would see it.
 func serveGRPC(t *testing.T, p *accel.Plugin) device.DevicePlugin {
 	t.Helper()
-	client, server := plugin.TestPluginGRPCConn(t, map[string]plugin.Plugin{
+	client, _ := plugin.TestPluginGRPCConn(t, map[string]plugin.Plugin{
 		base.PluginTypeBase:   &base.PluginBase{Impl: p},
 		base.PluginTypeDevice: &device.PluginDevice{Impl: p},
 	})
 	t.Cleanup(func() {
+		// Closing the client shuts the server down through go-plugin's
+		// controller; stopping it here as well races inside go-plugin.
 		client.Close()
-		server.Stop()
 		p.Close()
 	})
 	raw, err := client.Dispense(base.PluginTypeDevice)

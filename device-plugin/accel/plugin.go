@@ -26,8 +26,11 @@ type Plugin struct {
 	logger    hclog.Logger
 	factories map[string]Factory
 
+	// roundMu serialises calls into the backends (fingerprint rounds and
+	// stats collections); it is always taken before mu.
+	roundMu sync.Mutex
 	// mu guards everything below; fingerprinting, stats and Reserve run on
-	// different goroutines.
+	// different goroutines. Nobody calls a backend while holding it.
 	mu       sync.Mutex
 	cfg      *Config
 	backends []Backend

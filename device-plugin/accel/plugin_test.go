@@ -3,6 +3,7 @@ package accel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -313,4 +314,29 @@ func TestGRPC_UnparsableNPUSmiKeepsServingAndRecovers(t *testing.T) {
 
 	set(good)
 	s.until(func(gs []*device.DeviceGroup) bool { return gs[0].Devices[0].Healthy })
+}
+
+func TestGRPC_ExplicitBackendThatCannotStartIsReported(t *testing.T) {
+	p := accel.New(hclog.NewNullLogger(), map[string]accel.Factory{
+		"nvml": func(*accel.Config) (accel.Backend, error) {
+			return nil, fmt.Errorf("nvml init: libnvidia-ml.so not found: %w", accel.ErrNotDetected)
+		},
+	})
+	dp := serveGRPC(t, p)
+	must.NoError(t, configure(t, dp, map[string]any{"backends": []any{"nvml", "ascend"}}))
+	must.SliceEmpty(t, startFingerprint(t, dp).next().Devices)
+	errs := p.LastErrors()
+	must.StrContains(t, errs["nvml"], "libnvidia-ml.so not found")
+	must.StrContains(t, errs["ascend"], "not built into this binary")
+}
+
+func TestGRPC_DetectSkipsMissingHardwareQuietly(t *testing.T) {
+	p := accel.New(hclog.NewNullLogger(), map[string]accel.Factory{
+		"nvml":   func(*accel.Config) (accel.Backend, error) { return nil, accel.ErrNotDetected },
+		"ascend": func(*accel.Config) (accel.Backend, error) { return nil, accel.ErrNotDetected },
+	})
+	dp := serveGRPC(t, p)
+	must.NoError(t, configure(t, dp, map[string]any{}))
+	must.SliceEmpty(t, startFingerprint(t, dp).next().Devices)
+	must.MapEmpty(t, p.LastErrors())
 }

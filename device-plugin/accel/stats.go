@@ -46,34 +46,45 @@ func (p *Plugin) statsLoop(ctx context.Context, interval time.Duration, out chan
 // devices of the latest fingerprint. A backend whose stats fail is left out
 // (and logged); the response is an error only when every backend failed.
 func (p *Plugin) CollectStats(ctx context.Context) *device.StatsResponse {
+	p.roundMu.Lock()
+	defer p.roundMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.cfg == nil {
+		p.mu.Unlock()
 		return device.NewStatsError(errors.New("nomad-device-accel: SetConfig was not called"))
 	}
+	grouping := p.cfg.TopologyGrouping
+	type job struct {
+		b    Backend
+		devs []Device
+	}
+	var jobs []job
+	for _, b := range p.backends {
+		if mine := p.backendDevicesLocked(b.Name()); len(mine) > 0 {
+			jobs = append(jobs, job{b, mine})
+		}
+	}
+	p.mu.Unlock()
+
 	var devs []Device
 	stats := map[string]Stats{}
 	var errs []error
-	for _, b := range p.backends {
-		mine := p.backendDevicesLocked(b.Name())
-		if len(mine) == 0 {
-			continue
-		}
-		got, err := b.Stats(ctx, mine)
+	for _, j := range jobs {
+		got, err := j.b.Stats(ctx, j.devs)
 		if err != nil {
-			p.logger.Warn("collecting stats", "backend", b.Name(), "error", err)
+			p.logger.Warn("collecting stats", "backend", j.b.Name(), "error", err)
 			errs = append(errs, err)
 			continue
 		}
 		for id, s := range got {
 			stats[id] = s
 		}
-		devs = append(devs, mine...)
+		devs = append(devs, j.devs...)
 	}
 	if len(devs) == 0 && len(errs) > 0 {
 		return device.NewStatsError(errors.Join(errs...))
 	}
-	return &device.StatsResponse{Groups: groupStats(devs, stats, p.cfg.TopologyGrouping)}
+	return &device.StatsResponse{Groups: groupStats(devs, stats, grouping)}
 }
 
 // backendDevicesLocked lists the current schedulable devices that came from

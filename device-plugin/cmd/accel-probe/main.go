@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -50,13 +51,13 @@ func main() {
 	samples := flag.Int("stats", 2, "stats rounds to collect, one second apart")
 	flag.Parse()
 	cfg.Backends = strings.Split(*list, ",")
-	if err := run(cfg, *samples); err != nil {
+	if err := run(cfg, *samples, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "accel-probe:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg *accel.Config, samples int) error {
+func run(cfg *accel.Config, samples int, w io.Writer) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func run(cfg *accel.Config, samples int) error {
 		r.Reservation = res
 	}
 	r.Errors = p.LastErrors()
-	enc := json.NewEncoder(os.Stdout)
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(r); err != nil {
 		return err
