@@ -39,6 +39,7 @@ func upFlags() []cli.Flag {
 		&cli.IntFlag{Name: "rpc-port", Value: 4647, Usage: "Nomad RPC port"},
 		&cli.IntFlag{Name: "serf-port", Value: 4648, Usage: "Nomad serf port"},
 		&cli.StringFlag{Name: "log-level", Value: "INFO", Usage: "Nomad agent log level"},
+		&cli.StringFlag{Name: "inventory", Usage: "device inventory file (default: device-plugin/inventory/examples/dev-node.hcl beside -bin-dir)"},
 	}
 }
 
@@ -69,12 +70,17 @@ func optionsFrom(c *cli.Context) (Options, error) {
 	if err != nil {
 		return Options{}, err
 	}
+	inventory := c.String("inventory")
+	if inventory == "" {
+		inventory = filepath.Join(filepath.Dir(binDir), "device-plugin", "inventory", "examples", "dev-node.hcl")
+	}
 	return Options{
-		Dir:      dir,
-		BinDir:   binDir,
-		HTTPPort: c.Int("http-port"),
-		RPCPort:  c.Int("rpc-port"),
-		SerfPort: c.Int("serf-port"),
-		LogLevel: c.String("log-level"),
+		InventoryFile: inventory,
+		Dir:           dir,
+		BinDir:        binDir,
+		HTTPPort:      c.Int("http-port"),
+		RPCPort:       c.Int("rpc-port"),
+		SerfPort:      c.Int("serf-port"),
+		LogLevel:      c.String("log-level"),
 	}, nil
 }

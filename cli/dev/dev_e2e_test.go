@@ -42,12 +42,20 @@ func (s *syncBuffer) String() string {
 func TestE2E_DevUp(t *testing.T) {
 	nomadBin, err := testcluster.NomadBinary()
 	must.NoError(t, err)
+	binDir := filepath.Dir(nomadBin)
+	for _, p := range []string{"nomad-device-accel", "nomad-driver-ckpt"} {
+		_, err := os.Stat(filepath.Join(binDir, p))
+		must.NoError(t, err, must.Sprintf("%s missing from %s: `make e2e` builds it", p, binDir))
+	}
+	root, err := testcluster.RepoRoot()
+	must.NoError(t, err)
 	ports, err := nomadagent.FreePorts(3)
 	must.NoError(t, err)
 	dir := t.TempDir()
 	opts := Options{
-		Dir: dir, BinDir: filepath.Dir(nomadBin), LogLevel: "DEBUG",
-		HTTPPort: ports[0], RPCPort: ports[1], SerfPort: ports[2],
+		Dir: dir, BinDir: binDir, LogLevel: "DEBUG",
+		InventoryFile: filepath.Join(root, "device-plugin", "inventory", "examples", "dev-node.hcl"),
+		HTTPPort:      ports[0], RPCPort: ports[1], SerfPort: ports[2],
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -82,6 +90,10 @@ func TestE2E_DevUp(t *testing.T) {
 	node, err := nomadagent.NodeByName(client, NodeName)
 	must.NoError(t, err)
 	must.Eq(t, api.NodeStatusReady, node.Status)
+	must.True(t, node.Drivers["ckpt"].Healthy, must.Sprint("ckpt driver not healthy"))
+	must.Eq(t, 8, testcluster.HealthyDevices(node, "nvidia/gpu"))
+	must.Eq(t, 8, testcluster.HealthyDevices(node, "huawei/npu"))
+	must.StrContains(t, out.String(), "8× nvidia/gpu/H200")
 
 	cancel()
 	select {

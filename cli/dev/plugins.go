@@ -19,8 +19,33 @@ type pluginSpec struct {
 // knownPlugins are the project plugins dev loads when their binary exists in
 // the bin dir.
 var knownPlugins = map[string]pluginSpec{
-	"nomad-device-accel": {config: func(Options) (string, error) { return "", nil }},
-	"nomad-driver-ckpt":  {driver: "ckpt", config: func(Options) (string, error) { return "", nil }},
+	"nomad-device-accel": {config: deviceConfig},
+	"nomad-driver-ckpt":  {driver: "ckpt", config: driverConfig},
+}
+
+// deviceConfig points the device plugin at the dev inventory (8×H200 on
+// NVSwitch + 8×Ascend910B); with an inventory file set, no hardware is
+// probed. The file is re-read every 2s, so editing its unhealthy list shows
+// in Nomad within seconds.
+func deviceConfig(opts Options) (string, error) {
+	inv, err := filepath.Abs(opts.InventoryFile)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(inv); err != nil {
+		return "", fmt.Errorf("device inventory: %w", err)
+	}
+	return fmt.Sprintf("inventory_file     = %q\nfingerprint_period = \"2s\"", inv), nil
+}
+
+// driverConfig keeps checkpoints under the dev dir, outside the agent's
+// data dir, so they survive allocations as on a real shared volume.
+func driverConfig(opts Options) (string, error) {
+	root := filepath.Join(opts.Dir, "checkpoints")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("creating checkpoint root: %w", err)
+	}
+	return fmt.Sprintf("checkpoint_root = %q", root), nil
 }
 
 // preparePlugins copies the plugins found in the bin dir into the agent's

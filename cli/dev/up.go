@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ type Options struct {
 	BinDir                      string
 	HTTPPort, RPCPort, SerfPort int
 	LogLevel                    string
+	// InventoryFile describes the dev node's accelerators for the device
+	// plugin's inventory backend.
+	InventoryFile string
 	// StartTimeout bounds start-up; default 2 minutes.
 	StartTimeout time.Duration
 }
@@ -108,12 +112,37 @@ func (e *Env) startNomad(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(out, "    leader elected")
-	node, err := nomadagent.WaitNodeReady(ctx, client, NodeName, e.drivers(), nil)
+	node, err := nomadagent.WaitNodeReady(ctx, client, NodeName, e.drivers(), e.devicesFingerprinted)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "    node %s ready (drivers: %s)\n", node.Name, strings.Join(e.drivers(), ", "))
+	fmt.Fprintf(out, "    node %s ready (drivers: %s; devices: %s)\n",
+		node.Name, strings.Join(e.drivers(), ", "), listOrNone(deviceSummary(node)))
 	return nil
+}
+
+// devicesFingerprinted holds readiness until the device plugin, when
+// loaded, has reported the inventory's devices.
+func (e *Env) devicesFingerprinted(node *api.Node) error {
+	for _, p := range e.Plugins {
+		if p == "nomad-device-accel" && (node.NodeResources == nil || len(node.NodeResources.Devices) == 0) {
+			return fmt.Errorf("node %s has no devices fingerprinted yet", node.Name)
+		}
+	}
+	return nil
+}
+
+// deviceSummary lists the node's device groups as "8× nvidia/gpu/H200".
+func deviceSummary(node *api.Node) []string {
+	var out []string
+	if node.NodeResources == nil {
+		return nil
+	}
+	for _, d := range node.NodeResources.Devices {
+		out = append(out, fmt.Sprintf("%d× %s/%s/%s", len(d.Instances), d.Vendor, d.Type, d.Name))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // drivers lists the task drivers the dev node must have healthy.
@@ -174,7 +203,7 @@ func resetDir(dir string) error {
 	if _, err := nomadagent.Sweep(dir, nomadagent.CgroupParentsIn(dir)...); err != nil {
 		return err
 	}
-	for _, sub := range []string{"nomad", "plugins"} {
+	for _, sub := range []string{"nomad", "plugins", "checkpoints"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return fmt.Errorf("cleaning %s: %w", dir, err)
 		}
@@ -217,7 +246,7 @@ func printNext(out io.Writer, e *Env) {
 
 func listOrNone(s []string) string {
 	if len(s) == 0 {
-		return "none built yet"
+		return "none"
 	}
 	return strings.Join(s, ", ")
 }
