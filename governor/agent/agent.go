@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	cryptotls "crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -93,6 +94,9 @@ func nomadClients(n config.Nomad) (*http.Client, *api.Client, error) {
 	hc := cleanhttp.DefaultPooledClient()
 	tls := &api.TLSConfig{CACert: n.CACert, ClientCert: n.ClientCert, ClientKey: n.ClientKey,
 		TLSServerName: n.TLSServerName, Insecure: n.TLSSkipVerify}
+	if tr, ok := hc.Transport.(*http.Transport); ok && tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &cryptotls.Config{MinVersion: cryptotls.VersionTLS12}
+	}
 	if err := api.ConfigureTLS(hc, tls); err != nil {
 		return nil, nil, fmt.Errorf("configuring TLS to Nomad: %w", err)
 	}

@@ -72,7 +72,9 @@ func jobLess(a, b *Job) bool {
 // placed yet.
 func (cy *cycle) missing(j *Job) []int {
 	out := make([]int, len(j.Groups))
-	if j.Dead {
+	if j.Dead && j.State != Queued {
+		// A finished job needs nothing more. (Nomad reports a held job,
+		// which is stopped, as dead too: it still needs everything.)
 		return out
 	}
 	allocs := cy.byJob[j.Key()]

@@ -46,6 +46,12 @@ func TestDecideRules(t *testing.T) {
 				mkJob("ml", "a").Pool("gpu").Device("nvidia/gpu", 4).Build()),
 			want: outcome{admit: []string{"a"}},
 		},
+		"a held job counts in full although Nomad reports it dead": {
+			snap: snap([]*Tenant{ml().Build()}, []*Node{gpuNode("n1", 8), gpuNode("n2", 8)},
+				[]*Alloc{alloc("ml", "run", "g", "n1", 100, 128, map[string]int{h200: 8})},
+				func() *Job { j := mkJob("ml", "a").Pool("gpu").Device("gpu", 4).Build(); j.Dead = true; return j }()),
+			want: outcome{reasons: map[string]string{"a": "limit: needs 4 gpu; tenant ml uses 8 of limit 8"}},
+		},
 		"over the limit queues with numbers": {
 			snap: snap([]*Tenant{ml().Build()}, []*Node{gpuNode("n1", 8), gpuNode("n2", 8)},
 				[]*Alloc{alloc("ml", "run", "g", "n1", 100, 128, map[string]int{h200: 8})},

@@ -98,13 +98,14 @@ func (b *Book) All() []Entry {
 
 // zeroTenant is the quota of a namespace whose meta was never valid: every
 // basic resource is governed with nominal and limit zero, so its jobs queue
-// with the validation error as reason.
+// with the validation error as reason. It sits in a cohort of its own so
+// that it changes nothing for other tenants.
 func zeroTenant(ns string, classes map[string]bool) Tenant {
 	zero := Vector{CPU: 0, Memory: 0, GPU: 0, NPU: 0}
 	def := DefaultClassName
 	if !classes[def] {
 		def = ""
 	}
-	return Tenant{Namespace: ns, Cohort: DefaultCohort, Weight: 1, DefaultClass: def,
+	return Tenant{Namespace: ns, Cohort: "invalid-meta:" + ns, Weight: 1, DefaultClass: def,
 		Quota: zero.Clone(), Limit: zero.Clone(), Lend: Vector{}}
 }

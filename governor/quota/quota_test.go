@@ -127,6 +127,7 @@ func TestBookKeepsLastValid(t *testing.T) {
 	must.False(t, e.EverValid)
 	must.Eq(t, int64(0), e.Tenant.Limit[GPU])
 	must.True(t, e.Tenant.Governs(CPU))
+	must.Eq(t, "invalid-meta:ml", e.Tenant.Cohort, must.Sprint("alone, so it constrains no other tenant"))
 
 	e, _ = b.Update("ml", map[string]string{"allot.quota.gpu": "4"})
 	must.NoError(t, e.Err)
