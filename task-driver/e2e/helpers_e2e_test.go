@@ -21,7 +21,7 @@ import (
 )
 
 // buildTrainer builds the Go toy trainer into a temp dir.
-func buildTrainer(t *testing.T) string {
+func buildTrainer(t testing.TB) string {
 	t.Helper()
 	root, err := testcluster.RepoRoot()
 	must.NoError(t, err)
