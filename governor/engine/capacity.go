@@ -46,12 +46,16 @@ type capacity struct {
 	byPool map[string][]*freeNode
 	m      *matcher
 	failed map[string]string
+	// cursor holds, per group shape, the index of the first node of its
+	// pool that may still take one more allocation of that shape: capacity
+	// only shrinks, so a node that could not take it once never can.
+	cursor map[string]int
 }
 
 // newCapacity builds the free capacity: node capacity minus every live
 // allocation on it.
 func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
-	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}}
+	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}, cursor: map[string]int{}}
 	for _, n := range nodes {
 		fn := &freeNode{node: n, cpu: n.CPU, mem: n.MemoryMB, dev: make([]int, len(n.Devices))}
 		for i, d := range n.Devices {
@@ -114,7 +118,7 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 			continue
 		}
 		g := &j.Groups[gi]
-		placed := c.fitGroup(j, g, missing[gi], nodes, &res)
+		placed := c.fitGroup(j, g, groupKey(j, g), missing[gi], nodes, &res)
 		if placed < missing[gi] {
 			c.undo(res.takes)
 			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes)}
@@ -127,20 +131,17 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 
 // fitGroup packs up to n allocations of g onto nodes, first fit in node
 // order, and returns how many it placed.
-func (c *capacity) fitGroup(j *Job, g *Group, n int, nodes []*freeNode, res *fitResult) int {
+func (c *capacity) fitGroup(j *Job, g *Group, key string, n int, nodes []*freeNode, res *fitResult) int {
 	placed := 0
-	for _, fn := range nodes {
-		if placed == n {
-			break
-		}
-		if !c.eligible(fn, j, g) {
-			continue
-		}
-		for placed < n {
+	for i := c.cursor[key]; i < len(nodes) && placed < n; i++ {
+		fn := nodes[i]
+		onNode := 0
+		for placed < n && c.eligible(fn, j, g) {
 			tk, ok := c.place(fn, g)
 			if !ok {
 				break
 			}
+			onNode++
 			res.takes = append(res.takes, tk)
 			for _, dt := range tk.dev {
 				d := &fn.node.Devices[dt.idx]
@@ -149,8 +150,42 @@ func (c *capacity) fitGroup(j *Job, g *Group, n int, nodes []*freeNode, res *fit
 			}
 			placed++
 		}
+		if onNode == 0 && i == c.cursor[key] && !touched(res.takes, fn) {
+			c.cursor[key] = i + 1
+		}
 	}
 	return placed
+}
+
+// touched reports whether takes hold capacity on fn: a node that only
+// failed because of the job's own tentative takes may fit later.
+func touched(takes []take, fn *freeNode) bool {
+	for i := range takes {
+		if takes[i].fn == fn {
+			return true
+		}
+	}
+	return false
+}
+
+// groupKey identifies what decides whether one allocation of g fits a
+// node: the job's pool, datacenters and constraints and g's request.
+func groupKey(j *Job, g *Group) string {
+	b := make([]byte, 0, 96)
+	b = append(b, j.NodePool...)
+	for _, dc := range j.Datacenters {
+		b = append(append(b, '|'), dc...)
+	}
+	b = appendConstraints(b, j.Constraints)
+	b = strconv.AppendInt(append(b, "|g"...), g.CPU, 10)
+	b = strconv.AppendInt(append(b, ','), g.MemoryMB, 10)
+	b = appendConstraints(b, g.Constraints)
+	for _, d := range g.Devices {
+		b = append(append(b, "|d"...), d.Name...)
+		b = strconv.AppendInt(append(b, 'x'), int64(d.Count), 10)
+		b = appendConstraints(b, d.Constraints)
+	}
+	return string(b)
 }
 
 func (c *capacity) eligible(fn *freeNode, j *Job, g *Group) bool {
