@@ -20,10 +20,20 @@ Usage in a training loop:
 `save` writes the checkpoint to a temporary name, renames it into place and
 then atomically replaces LATEST (first line: path, second line: step), which
 is what the driver waits for.
+
+Launchers that do not handle the checkpoint signal themselves (torchrun,
+shell scripts) would die of it, because the driver signals the whole process
+group. Start them through this file instead:
+
+    python3 allot_checkpoint.py launch torchrun --nproc-per-node 8 train.py
+
+which ignores the signal in the launcher (and in children that do not
+install their own handler, as Checkpointer does) and then execs it.
 """
 
 import os
 import signal
+import sys
 import tempfile
 
 __all__ = ["Checkpointer", "read_latest", "write_latest"]
@@ -115,3 +125,22 @@ class Checkpointer:
         if self.rank == 0:
             write_latest(self.directory, final, step)
         return final
+
+
+def _signal_from_env():
+    name = os.environ.get("ALLOT_CHECKPOINT_SIGNAL") or "SIGUSR1"
+    return getattr(signal, name if name.startswith("SIG") else "SIG" + name)
+
+
+def launch(argv):
+    """Ignore the checkpoint signal, then exec argv (never returns)."""
+    if not argv:
+        sys.exit("usage: allot_checkpoint.py launch COMMAND [ARG...]")
+    signal.signal(_signal_from_env(), signal.SIG_IGN)
+    os.execvp(argv[0], argv)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "launch":
+        launch(sys.argv[2:])
+    sys.exit("usage: allot_checkpoint.py launch COMMAND [ARG...]")
