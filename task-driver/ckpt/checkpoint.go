@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -130,17 +132,38 @@ func (l Latest) Same(o Latest) bool {
 	return l.raw == o.raw && l.ModTime.Equal(o.ModTime)
 }
 
+// maxLatestSize bounds what is read of LATEST; a path and a step fit
+// easily.
+const maxLatestSize = 4096
+
 // ReadLatest reads dir/LATEST. It returns fs.ErrNotExist (wrapped) when
-// there is none yet, and an error for an empty or malformed file.
+// there is none yet, and an error for an empty or malformed file. LATEST is
+// written by the task's user but read by the driver (usually root), so it
+// must be a regular file and is opened without following symlinks: a link
+// to /etc/shadow must not end up in task events.
 func ReadLatest(dir string) (Latest, error) {
 	p := filepath.Join(dir, LatestFile)
-	info, err := os.Stat(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return Latest{}, fmt.Errorf("reading %s: %w: it is a symlink", p, ErrNotRegular)
+		}
+		return Latest{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
 	if err != nil {
 		return Latest{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	data, err := os.ReadFile(p)
+	if !info.Mode().IsRegular() {
+		return Latest{}, fmt.Errorf("reading %s: %w", p, ErrNotRegular)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxLatestSize+1))
 	if err != nil {
 		return Latest{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	if len(data) > maxLatestSize {
+		return Latest{}, fmt.Errorf("reading %s: larger than %d bytes", p, maxLatestSize)
 	}
 	l, err := parseLatest(dir, string(data))
 	if err != nil {
@@ -149,6 +172,9 @@ func ReadLatest(dir string) (Latest, error) {
 	l.ModTime = info.ModTime()
 	return l, nil
 }
+
+// ErrNotRegular is returned when LATEST is not a regular file.
+var ErrNotRegular = errors.New("LATEST is not a regular file")
 
 // parseLatest parses LATEST: first line the checkpoint path, optional
 // second line the step.

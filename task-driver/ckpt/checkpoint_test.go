@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,4 +143,42 @@ func TestLatestWatcherRateLimits(t *testing.T) {
 		must.Eq(t, triggerPeriodic, ev.ann[AnnTrigger])
 		must.StrContains(t, ev.msg, "step "+string(rune('0'+o.wantStep)))
 	}
+}
+
+func TestReadLatestRefusesWhatIsNotARegularFile(t *testing.T) {
+	cases := map[string]func(t *testing.T, dir string){
+		"symlink to a secret": func(t *testing.T, dir string) {
+			secret := filepath.Join(t.TempDir(), "secret")
+			must.NoError(t, os.WriteFile(secret, []byte("root:hash\n"), 0o600))
+			must.NoError(t, os.Symlink(secret, filepath.Join(dir, LatestFile)))
+		},
+		"directory": func(t *testing.T, dir string) {
+			must.NoError(t, os.Mkdir(filepath.Join(dir, LatestFile), 0o700))
+		},
+		"fifo": func(t *testing.T, dir string) {
+			must.NoError(t, syscall.Mkfifo(filepath.Join(dir, LatestFile), 0o600))
+		},
+		"huge": func(t *testing.T, dir string) {
+			must.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte(strings.Repeat("x", 5000)), 0o600))
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			setup(t, dir)
+			l, err := ReadLatest(dir)
+			must.Error(t, err)
+			must.StrNotContains(t, l.Path, "root")
+		})
+	}
+}
+
+func TestReadLatestRegular(t *testing.T) {
+	dir := t.TempDir()
+	must.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ck-3\n3\n"), 0o600))
+	l, err := ReadLatest(dir)
+	must.NoError(t, err)
+	must.Eq(t, filepath.Join(dir, "ck-3"), l.Path)
+	must.Eq(t, int64(3), l.Step)
+	must.False(t, l.ModTime.IsZero())
 }
