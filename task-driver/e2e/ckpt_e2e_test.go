@@ -57,6 +57,42 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		stopJob(t, c, *job.ID)
 	})
 
+	t.Run("python: the example jobspec with allot_checkpoint.py stops, saves and resumes", func(t *testing.T) {
+		python, err := exec.LookPath("python3")
+		if err != nil {
+			t.Skipf("python3 is not installed (%v); the Go trainer covers the protocol", err)
+		}
+		root, err := testcluster.RepoRoot()
+		must.NoError(t, err)
+		// Subtest a ran the same job with the Go trainer; start clean.
+		must.NoError(t, os.RemoveAll(filepath.Join(ckptRoot, "default", "train-checkpoint")))
+		script := filepath.Join(root, "jobspecs", "toy_train.py")
+		job, _ := c.RegisterHCLFile(filepath.Join(root, "jobspecs", "train-checkpoint.nomad.hcl"),
+			"command="+python, fmt.Sprintf(`args=[%q,"--steps","100000","--save-every","20","--step-time","0.01"]`, script),
+			"checkpoint_timeout=5s", "kill_timeout=8s")
+		first := running(c, *job.ID)
+		periodic := waitEvent(t, c, first.ID, `^Checkpoint saved: .*\.ckpt step \d+ \(`, time.Minute)
+		must.Eq(t, "periodic", periodic.Details["trigger"])
+
+		_, err = c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: api.DefaultNamespace}, nil)
+		must.NoError(t, err)
+		var saved *api.TaskEvent
+		c.Eventually(time.Minute, "a requested checkpoint", func() error {
+			for _, e := range c.TaskEvents(first.ID, "train") {
+				if e.Details["trigger"] == "requested" && strings.HasPrefix(e.DisplayMessage, "Checkpoint saved") {
+					saved = e
+					return nil
+				}
+			}
+			return fmt.Errorf("events: %s", describe(c.TaskEvents(first.ID, "train")))
+		})
+		next := running(c, *job.ID, first.ID)
+		m := waitLog(t, c, next.ID, `toy_train: starting at step (\d+)\n`, time.Minute)
+		must.Eq(t, saved.Details["checkpoint_step"], m[1])
+		must.StrContains(t, c.TaskLogs(first.ID, "train", "stdout"), "toy_train: stopping as requested")
+		stopJob(t, c, *job.ID)
+	})
+
 	t.Run("b: nomad alloc stop checkpoints and the replacement resumes", func(t *testing.T) {
 		j := job("resume").underShell().trainerArgs("-step-time", "10ms", "-progress-every", "50")
 		job, _ := c.RegisterHCL("resume.nomad.hcl", j.hcl(trainer))
