@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,11 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		waitEvent(t, c, alloc.ID, `^Checkpoint warning: checkpoint timeout 30s is not below the kill_timeout 2s`, 10*time.Second)
 		waitEvent(t, c, alloc.ID, `^Checkpoint timed out after 1\.8`, 10*time.Second)
 		t.Logf("events: %s", describe(c.TaskEvents(alloc.ID, "train")))
+
+		job3, _ := c.RegisterHCL("noblock.nomad.hcl", noBlockJob)
+		alloc = running(c, *job3.ID)
+		waitLog(t, c, alloc.ID, `sig=SIGUSR1 dir=`+regexp.QuoteMeta(dirOf("noblock"))+`\n`, time.Minute)
+		stopJob(t, c, *job3.ID)
 	})
 
 	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", func(t *testing.T) {
@@ -201,6 +207,25 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		stopJob(t, c, *victim.ID)
 	})
 }
+
+// noBlockJob has no checkpoint block: the plugin defaults apply.
+const noBlockJob = `
+job "noblock" {
+  type = "batch"
+  group "g" {
+    task "train" {
+      driver = "ckpt"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo sig=$ALLOT_CHECKPOINT_SIGNAL dir=$ALLOT_CHECKPOINT_DIR; exec sleep 300"]
+      }
+      resources {
+        cpu    = 50
+        memory = 32
+      }
+    }
+  }
+}`
 
 // urgentJob is a priority-90 batch job that needs the CPU the victim holds.
 const urgentJob = `
