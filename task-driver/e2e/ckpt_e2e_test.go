@@ -31,181 +31,207 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 				"checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"", ckptRoot)},
 		}},
 	})
-	dirOf := func(jobID string) string { return filepath.Join(ckptRoot, "default", jobID, "g", "0", "train") }
+	s := &suite{c: c, trainer: trainer, root: ckptRoot}
+	t.Run("a: periodic checkpoints show as events in nomad alloc status", s.periodic)
+	t.Run("python: the example jobspec with allot_checkpoint.py stops, saves and resumes", s.python)
+	t.Run("b: nomad alloc stop checkpoints and the replacement resumes", s.allocStop)
+	t.Run("c: a task that ignores the signal times out and is killed within kill_timeout", s.ignoresSignal)
+	t.Run("config: bad signal fails clearly, a too long checkpoint timeout warns", s.configErrors)
+	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", s.clientRestart)
+	t.Run("d: Nomad preemption evicts a ckpt job that checkpoints and later resumes", s.preemption)
+}
 
-	t.Run("a: periodic checkpoints show as events in nomad alloc status", func(t *testing.T) {
-		root, err := testcluster.RepoRoot()
-		must.NoError(t, err)
-		job, _ := c.RegisterHCLFile(filepath.Join(root, "jobspecs", "train-checkpoint.nomad.hcl"),
-			"command="+trainer, `args=["-save-every","10","-step-time","20ms"]`,
-			"checkpoint_timeout=4s", "kill_timeout=6s")
-		alloc := running(c, *job.ID)
-		ev := waitEvent(t, c, alloc.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
-		must.Eq(t, "periodic", ev.Details["trigger"])
-		must.StrContains(t, ev.Details["checkpoint_path"], filepath.Join(ckptRoot, "default", "train-checkpoint", "train", "0", "train"))
-		must.Positive(t, atoi(t, ev.Details["checkpoint_step"]))
-		must.Positive(t, atoi(t, ev.Details["checkpoint_unix_time"]))
+// suite is the shared cluster of the ckpt scenarios.
+type suite struct {
+	c       *testcluster.Cluster
+	trainer string
+	root    string
+}
 
-		nomad, err := testcluster.NomadBinary()
-		must.NoError(t, err)
-		out, err := exec.Command(nomad, "alloc", "status", "-address="+c.Addr(), alloc.ID).CombinedOutput()
-		must.NoError(t, err, must.Sprintf("nomad alloc status: %s", out))
-		must.StrContains(t, string(out), "Checkpoint saved: ")
+// dirOf is the checkpoint dir of a job's task "train" in group "g".
+func (s *suite) dirOf(jobID string) string {
+	return filepath.Join(s.root, "default", jobID, "g", "0", "train")
+}
 
-		info, err := os.Stat(filepath.Join(ckptRoot, "default", "train-checkpoint", "train", "0", "train"))
-		must.NoError(t, err)
-		must.Eq(t, os.FileMode(0o700), info.Mode().Perm())
-		stopJob(t, c, *job.ID)
-	})
+// periodic is scenario a: periodic checkpoints show as events in nomad alloc status.
+func (s *suite) periodic(t *testing.T) {
+	root, err := testcluster.RepoRoot()
+	must.NoError(t, err)
+	job, _ := s.c.RegisterHCLFile(filepath.Join(root, "jobspecs", "train-checkpoint.nomad.hcl"),
+		"command="+s.trainer, `args=["-save-every","10","-step-time","20ms"]`,
+		"checkpoint_timeout=4s", "kill_timeout=6s")
+	alloc := running(s.c, *job.ID)
+	ev := waitEvent(t, s.c, alloc.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+	must.Eq(t, "periodic", ev.Details["trigger"])
+	must.StrContains(t, ev.Details["checkpoint_path"], filepath.Join(s.root, "default", "train-checkpoint", "train", "0", "train"))
+	must.Positive(t, atoi(t, ev.Details["checkpoint_step"]))
+	must.Positive(t, atoi(t, ev.Details["checkpoint_unix_time"]))
 
-	t.Run("python: the example jobspec with allot_checkpoint.py stops, saves and resumes", func(t *testing.T) {
-		python, err := exec.LookPath("python3")
-		if err != nil {
-			t.Skipf("python3 is not installed (%v); the Go trainer covers the protocol", err)
-		}
-		root, err := testcluster.RepoRoot()
-		must.NoError(t, err)
-		// Subtest a ran the same job with the Go trainer; start clean.
-		must.NoError(t, os.RemoveAll(filepath.Join(ckptRoot, "default", "train-checkpoint")))
-		script := filepath.Join(root, "jobspecs", "toy_train.py")
-		job, _ := c.RegisterHCLFile(filepath.Join(root, "jobspecs", "train-checkpoint.nomad.hcl"),
-			"command="+python, fmt.Sprintf(`args=[%q,"--steps","100000","--save-every","20","--step-time","0.01"]`, script),
-			"checkpoint_timeout=5s", "kill_timeout=8s")
-		first := running(c, *job.ID)
-		periodic := waitEvent(t, c, first.ID, `^Checkpoint saved: .*\.ckpt step \d+ \(`, time.Minute)
-		must.Eq(t, "periodic", periodic.Details["trigger"])
+	nomad, err := testcluster.NomadBinary()
+	must.NoError(t, err)
+	out, err := exec.Command(nomad, "alloc", "status", "-address="+s.c.Addr(), alloc.ID).CombinedOutput()
+	must.NoError(t, err, must.Sprintf("nomad alloc status: %s", out))
+	must.StrContains(t, string(out), "Checkpoint saved: ")
 
-		_, err = c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: api.DefaultNamespace}, nil)
-		must.NoError(t, err)
-		var saved *api.TaskEvent
-		c.Eventually(time.Minute, "a requested checkpoint", func() error {
-			for _, e := range c.TaskEvents(first.ID, "train") {
-				if e.Details["trigger"] == "requested" && strings.HasPrefix(e.DisplayMessage, "Checkpoint saved") {
-					saved = e
-					return nil
-				}
+	info, err := os.Stat(filepath.Join(s.root, "default", "train-checkpoint", "train", "0", "train"))
+	must.NoError(t, err)
+	must.Eq(t, os.FileMode(0o700), info.Mode().Perm())
+	stopJob(t, s.c, *job.ID)
+}
+
+// python is scenario python: the example jobspec with allot_checkpoint.py stops, saves and resumes.
+func (s *suite) python(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skipf("python3 is not installed (%v); the Go s.trainer covers the protocol", err)
+	}
+	root, err := testcluster.RepoRoot()
+	must.NoError(t, err)
+	// Subtest a ran the same job with the Go s.trainer; start clean.
+	must.NoError(t, os.RemoveAll(filepath.Join(s.root, "default", "train-checkpoint")))
+	script := filepath.Join(root, "jobspecs", "toy_train.py")
+	job, _ := s.c.RegisterHCLFile(filepath.Join(root, "jobspecs", "train-checkpoint.nomad.hcl"),
+		"command="+python, fmt.Sprintf(`args=[%q,"--steps","100000","--save-every","20","--step-time","0.01"]`, script),
+		"checkpoint_timeout=5s", "kill_timeout=8s")
+	first := running(s.c, *job.ID)
+	periodic := waitEvent(t, s.c, first.ID, `^Checkpoint saved: .*\.ckpt step \d+ \(`, time.Minute)
+	must.Eq(t, "periodic", periodic.Details["trigger"])
+
+	_, err = s.c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: api.DefaultNamespace}, nil)
+	must.NoError(t, err)
+	var saved *api.TaskEvent
+	s.c.Eventually(time.Minute, "a requested checkpoint", func() error {
+		for _, e := range s.c.TaskEvents(first.ID, "train") {
+			if e.Details["trigger"] == "requested" && strings.HasPrefix(e.DisplayMessage, "Checkpoint saved") {
+				saved = e
+				return nil
 			}
-			return fmt.Errorf("events: %s", describe(c.TaskEvents(first.ID, "train")))
-		})
-		next := running(c, *job.ID, first.ID)
-		m := waitLog(t, c, next.ID, `toy_train: starting at step (\d+)\n`, time.Minute)
-		must.Eq(t, saved.Details["checkpoint_step"], m[1])
-		must.StrContains(t, c.TaskLogs(first.ID, "train", "stdout"), "toy_train: stopping as requested")
-		stopJob(t, c, *job.ID)
-	})
-
-	t.Run("b: nomad alloc stop checkpoints and the replacement resumes", func(t *testing.T) {
-		j := job("resume").underShell().trainerArgs("-step-time", "10ms", "-progress-every", "50")
-		job, _ := c.RegisterHCL("resume.nomad.hcl", j.hcl(trainer))
-		first := running(c, *job.ID)
-		waitLog(t, c, first.ID, `toytrainer: step 100\n`, time.Minute)
-
-		_, err := c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: api.DefaultNamespace}, nil)
-		must.NoError(t, err)
-		waitEvent(t, c, first.ID, `^Checkpoint requested$`, time.Minute)
-		saved := waitEvent(t, c, first.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
-		must.Eq(t, "requested", saved.Details["trigger"])
-		step := atoi(t, saved.Details["checkpoint_step"])
-		must.GreaterEq(t, 100, step)
-		must.StrHasPrefix(t, dirOf("resume"), saved.Details["checkpoint_path"])
-
-		next := running(c, *job.ID, first.ID)
-		m := waitLog(t, c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
-		must.Eq(t, step, atoi(t, m[1]), must.Sprint("the replacement resumes from the saved step, not from 0"))
-		resume := waitEvent(t, c, next.ID, `^Checkpoint resume: `, time.Minute)
-		must.Eq(t, saved.Details["checkpoint_step"], resume.Details["checkpoint_step"])
-		t.Logf("stopped alloc: %s", describe(c.TaskEvents(first.ID, "train")))
-		t.Logf("replacement: %s", describe(c.TaskEvents(next.ID, "train")))
-		stopJob(t, c, *job.ID)
-	})
-
-	t.Run("c: a task that ignores the signal times out and is killed within kill_timeout", func(t *testing.T) {
-		j := job("stubborn").trainerArgs("-ignore-signals", "-step-time", "10ms").timeouts("2s", "5s")
-		job, _ := c.RegisterHCL("stubborn.nomad.hcl", j.hcl(trainer))
-		alloc := running(c, *job.ID)
-		waitLog(t, c, alloc.ID, `starting at step 0`, time.Minute)
-		stopJob(t, c, *job.ID)
-
-		requested := waitEvent(t, c, alloc.ID, `^Checkpoint requested$`, 10*time.Second)
-		timedOut := waitEvent(t, c, alloc.ID, `^Checkpoint timed out after 2`, 10*time.Second)
-		killed := waitEvent(t, c, alloc.ID, `^Task successfully killed|^Task killed`, 10*time.Second)
-		waited := time.Duration(timedOut.Time - requested.Time)
-		must.Between(t, 2*time.Second, waited, 3*time.Second)
-		total := time.Duration(killed.Time - requested.Time)
-		must.Between(t, 5*time.Second, total, 7*time.Second, must.Sprintf("SIGKILL at kill_timeout 5s; events: %s",
-			describe(c.TaskEvents(alloc.ID, "train"))))
-		must.StrNotContains(t, c.TaskLogs(alloc.ID, "train", "stdout"), "checkpointed")
-		t.Logf("events: %s", describe(c.TaskEvents(alloc.ID, "train")))
-	})
-
-	t.Run("config: bad signal fails clearly, a too long checkpoint timeout warns", func(t *testing.T) {
-		bad := strings.Replace(job("badsig").trainerArgs().hcl(trainer), `"SIGUSR1"`, `"SIGBOGUS"`, 1)
-		job1, _ := c.RegisterHCL("badsig.nomad.hcl", bad)
-		alloc := c.WaitForAlloc(api.DefaultNamespace, *job1.ID, time.Minute, testcluster.ClientStatus(api.AllocClientStatusFailed))
-		failure := waitEvent(t, c, alloc.ID, `checkpoint\.signal: invalid signal "SIGBOGUS"`, 10*time.Second)
-		must.Eq(t, api.TaskDriverFailure, failure.Type)
-
-		j := job("longckpt").trainerArgs("-ignore-signals").timeouts("30s", "2s")
-		job2, _ := c.RegisterHCL("longckpt.nomad.hcl", j.hcl(trainer))
-		alloc = running(c, *job2.ID)
-		waitLog(t, c, alloc.ID, `starting at step 0`, time.Minute)
-		stopJob(t, c, *job2.ID)
-		waitEvent(t, c, alloc.ID, `^Checkpoint warning: checkpoint timeout 30s is not below the kill_timeout 2s`, 10*time.Second)
-		waitEvent(t, c, alloc.ID, `^Checkpoint timed out after 1\.8`, 10*time.Second)
-		t.Logf("events: %s", describe(c.TaskEvents(alloc.ID, "train")))
-
-		job3, _ := c.RegisterHCL("noblock.nomad.hcl", noBlockJob)
-		alloc = running(c, *job3.ID)
-		waitLog(t, c, alloc.ID, `sig=SIGUSR1 dir=`+regexp.QuoteMeta(dirOf("noblock"))+`\n`, time.Minute)
-		stopJob(t, c, *job3.ID)
-	})
-
-	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", func(t *testing.T) {
-		j := job("survivor").trainerArgs("-step-time", "10ms", "-progress-every", "50")
-		job, _ := c.RegisterHCL("survivor.nomad.hcl", j.hcl(trainer))
-		before := running(c, *job.ID)
-		waitLog(t, c, before.ID, `toytrainer: step 50\n`, time.Minute)
-
-		c.RestartClient(c.Client("ckpt-1"))
-
-		after := running(c, *job.ID)
-		must.Eq(t, before.ID, after.ID)
-		// The same process kept counting: one start line, and steps go on.
-		waitLog(t, c, after.ID, `toytrainer: step [1-9]\d{2,}\n`, time.Minute)
-		must.Eq(t, 1, strings.Count(c.TaskLogs(after.ID, "train", "stdout"), "starting at step"))
-		for _, e := range c.TaskEvents(after.ID, "train") {
-			must.NotEq(t, api.TaskRestarting, e.Type, must.Sprintf("restarted: %s", describe(c.TaskEvents(after.ID, "train"))))
 		}
-		stopJob(t, c, *job.ID)
-		saved := waitEvent(t, c, after.ID, `^Checkpoint saved: .* step \d+ \(`, 10*time.Second)
-		must.Eq(t, "requested", saved.Details["trigger"])
-		t.Logf("recovered alloc: %s", describe(c.TaskEvents(after.ID, "train")))
+		return fmt.Errorf("events: %s", describe(s.c.TaskEvents(first.ID, "train")))
 	})
+	next := running(s.c, *job.ID, first.ID)
+	m := waitLog(t, s.c, next.ID, `toy_train: starting at step (\d+)\n`, time.Minute)
+	must.Eq(t, saved.Details["checkpoint_step"], m[1])
+	must.StrContains(t, s.c.TaskLogs(first.ID, "train", "stdout"), "toy_train: stopping as requested")
+	stopJob(t, s.c, *job.ID)
+}
 
-	t.Run("d: Nomad preemption evicts a ckpt job that checkpoints and later resumes", func(t *testing.T) {
-		c.EnablePreemption()
-		node := c.Node(c.Client("ckpt-1"))
-		share := int(node.NodeResources.Cpu.CpuShares) * 6 / 10
-		victimJob := job("victim").prio(30).cpuMHz(share).trainerArgs("-step-time", "10ms", "-progress-every", "50")
-		victim, _ := c.RegisterHCL("victim.nomad.hcl", victimJob.hcl(trainer))
-		first := running(c, *victim.ID)
-		waitLog(t, c, first.ID, `toytrainer: step 100\n`, time.Minute)
+// allocStop is scenario b: nomad alloc stop checkpoints and the replacement resumes.
+func (s *suite) allocStop(t *testing.T) {
+	j := job("resume").underShell().trainerArgs("-step-time", "10ms", "-progress-every", "50")
+	job, _ := s.c.RegisterHCL("resume.nomad.hcl", j.hcl(s.trainer))
+	first := running(s.c, *job.ID)
+	waitLog(t, s.c, first.ID, `toytrainer: step 100\n`, time.Minute)
 
-		urgent, _ := c.RegisterHCL("urgent.nomad.hcl", fmt.Sprintf(urgentJob, share))
-		saved := waitEvent(t, c, first.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
-		step := atoi(t, saved.Details["checkpoint_step"])
-		c.WaitForAlloc(api.DefaultNamespace, *urgent.ID, time.Minute, testcluster.ClientStatus(api.AllocClientStatusComplete))
+	_, err := s.c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: api.DefaultNamespace}, nil)
+	must.NoError(t, err)
+	waitEvent(t, s.c, first.ID, `^Checkpoint requested$`, time.Minute)
+	saved := waitEvent(t, s.c, first.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+	must.Eq(t, "requested", saved.Details["trigger"])
+	step := atoi(t, saved.Details["checkpoint_step"])
+	must.GreaterEq(t, 100, step)
+	must.StrHasPrefix(t, s.dirOf("resume"), saved.Details["checkpoint_path"])
 
-		next := running(c, *victim.ID, first.ID)
-		m := waitLog(t, c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
-		must.Eq(t, step, atoi(t, m[1]))
-		evicted, _, err := c.API.Allocations().Info(first.ID, nil)
-		must.NoError(t, err)
-		must.Eq(t, api.AllocDesiredStatusEvict, evicted.DesiredStatus, must.Sprint("the victim was evicted by preemption"))
-		must.NotEq(t, "", evicted.PreemptedByAllocation)
-		t.Logf("victim: %s", describe(c.TaskEvents(first.ID, "train")))
-		stopJob(t, c, *victim.ID)
-	})
+	next := running(s.c, *job.ID, first.ID)
+	m := waitLog(t, s.c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
+	must.Eq(t, step, atoi(t, m[1]), must.Sprint("the replacement resumes from the saved step, not from 0"))
+	resume := waitEvent(t, s.c, next.ID, `^Checkpoint resume: `, time.Minute)
+	must.Eq(t, saved.Details["checkpoint_step"], resume.Details["checkpoint_step"])
+	t.Logf("stopped alloc: %s", describe(s.c.TaskEvents(first.ID, "train")))
+	t.Logf("replacement: %s", describe(s.c.TaskEvents(next.ID, "train")))
+	stopJob(t, s.c, *job.ID)
+}
+
+// ignoresSignal is scenario c: a task that ignores the signal times out and is killed within kill_timeout.
+func (s *suite) ignoresSignal(t *testing.T) {
+	j := job("stubborn").trainerArgs("-ignore-signals", "-step-time", "10ms").timeouts("2s", "5s")
+	job, _ := s.c.RegisterHCL("stubborn.nomad.hcl", j.hcl(s.trainer))
+	alloc := running(s.c, *job.ID)
+	waitLog(t, s.c, alloc.ID, `starting at step 0`, time.Minute)
+	stopJob(t, s.c, *job.ID)
+
+	requested := waitEvent(t, s.c, alloc.ID, `^Checkpoint requested$`, 10*time.Second)
+	timedOut := waitEvent(t, s.c, alloc.ID, `^Checkpoint timed out after 2`, 10*time.Second)
+	killed := waitEvent(t, s.c, alloc.ID, `^Task successfully killed|^Task killed`, 10*time.Second)
+	waited := time.Duration(timedOut.Time - requested.Time)
+	must.Between(t, 2*time.Second, waited, 3*time.Second)
+	total := time.Duration(killed.Time - requested.Time)
+	must.Between(t, 5*time.Second, total, 7*time.Second, must.Sprintf("SIGKILL at kill_timeout 5s; events: %s",
+		describe(s.c.TaskEvents(alloc.ID, "train"))))
+	must.StrNotContains(t, s.c.TaskLogs(alloc.ID, "train", "stdout"), "checkpointed")
+	t.Logf("events: %s", describe(s.c.TaskEvents(alloc.ID, "train")))
+}
+
+// configErrors is scenario config: bad signal fails clearly, a too long checkpoint timeout warns.
+func (s *suite) configErrors(t *testing.T) {
+	bad := strings.Replace(job("badsig").trainerArgs().hcl(s.trainer), `"SIGUSR1"`, `"SIGBOGUS"`, 1)
+	job1, _ := s.c.RegisterHCL("badsig.nomad.hcl", bad)
+	alloc := s.c.WaitForAlloc(api.DefaultNamespace, *job1.ID, time.Minute, testcluster.ClientStatus(api.AllocClientStatusFailed))
+	failure := waitEvent(t, s.c, alloc.ID, `checkpoint\.signal: invalid signal "SIGBOGUS"`, 10*time.Second)
+	must.Eq(t, api.TaskDriverFailure, failure.Type)
+
+	j := job("longckpt").trainerArgs("-ignore-signals").timeouts("30s", "2s")
+	job2, _ := s.c.RegisterHCL("longckpt.nomad.hcl", j.hcl(s.trainer))
+	alloc = running(s.c, *job2.ID)
+	waitLog(t, s.c, alloc.ID, `starting at step 0`, time.Minute)
+	stopJob(t, s.c, *job2.ID)
+	waitEvent(t, s.c, alloc.ID, `^Checkpoint warning: checkpoint timeout 30s is not below the kill_timeout 2s`, 10*time.Second)
+	waitEvent(t, s.c, alloc.ID, `^Checkpoint timed out after 1\.8`, 10*time.Second)
+	t.Logf("events: %s", describe(s.c.TaskEvents(alloc.ID, "train")))
+
+	job3, _ := s.c.RegisterHCL("noblock.nomad.hcl", noBlockJob)
+	alloc = running(s.c, *job3.ID)
+	waitLog(t, s.c, alloc.ID, `sig=SIGUSR1 dir=`+regexp.QuoteMeta(s.dirOf("noblock"))+`\n`, time.Minute)
+	stopJob(t, s.c, *job3.ID)
+}
+
+// clientRestart is scenario e: a client restart keeps the task, recovers it, and a later stop still checkpoints.
+func (s *suite) clientRestart(t *testing.T) {
+	j := job("survivor").trainerArgs("-step-time", "10ms", "-progress-every", "50")
+	job, _ := s.c.RegisterHCL("survivor.nomad.hcl", j.hcl(s.trainer))
+	before := running(s.c, *job.ID)
+	waitLog(t, s.c, before.ID, `toytrainer: step 50\n`, time.Minute)
+
+	s.c.RestartClient(s.c.Client("ckpt-1"))
+
+	after := running(s.c, *job.ID)
+	must.Eq(t, before.ID, after.ID)
+	// The same process kept counting: one start line, and steps go on.
+	waitLog(t, s.c, after.ID, `toytrainer: step [1-9]\d{2,}\n`, time.Minute)
+	must.Eq(t, 1, strings.Count(s.c.TaskLogs(after.ID, "train", "stdout"), "starting at step"))
+	for _, e := range s.c.TaskEvents(after.ID, "train") {
+		must.NotEq(t, api.TaskRestarting, e.Type, must.Sprintf("restarted: %s", describe(s.c.TaskEvents(after.ID, "train"))))
+	}
+	stopJob(t, s.c, *job.ID)
+	saved := waitEvent(t, s.c, after.ID, `^Checkpoint saved: .* step \d+ \(`, 10*time.Second)
+	must.Eq(t, "requested", saved.Details["trigger"])
+	t.Logf("recovered alloc: %s", describe(s.c.TaskEvents(after.ID, "train")))
+}
+
+// preemption is scenario d: Nomad preemption evicts a ckpt job that checkpoints and later resumes.
+func (s *suite) preemption(t *testing.T) {
+	s.c.EnablePreemption()
+	node := s.c.Node(s.c.Client("ckpt-1"))
+	share := int(node.NodeResources.Cpu.CpuShares) * 6 / 10
+	victimJob := job("victim").prio(30).cpuMHz(share).trainerArgs("-step-time", "10ms", "-progress-every", "50")
+	victim, _ := s.c.RegisterHCL("victim.nomad.hcl", victimJob.hcl(s.trainer))
+	first := running(s.c, *victim.ID)
+	waitLog(t, s.c, first.ID, `toytrainer: step 100\n`, time.Minute)
+
+	urgent, _ := s.c.RegisterHCL("urgent.nomad.hcl", fmt.Sprintf(urgentJob, share))
+	saved := waitEvent(t, s.c, first.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+	step := atoi(t, saved.Details["checkpoint_step"])
+	s.c.WaitForAlloc(api.DefaultNamespace, *urgent.ID, time.Minute, testcluster.ClientStatus(api.AllocClientStatusComplete))
+
+	next := running(s.c, *victim.ID, first.ID)
+	m := waitLog(t, s.c, next.ID, `toytrainer: starting at step (\d+)\n`, time.Minute)
+	must.Eq(t, step, atoi(t, m[1]))
+	evicted, _, err := s.c.API.Allocations().Info(first.ID, nil)
+	must.NoError(t, err)
+	must.Eq(t, api.AllocDesiredStatusEvict, evicted.DesiredStatus, must.Sprint("the victim was evicted by preemption"))
+	must.NotEq(t, "", evicted.PreemptedByAllocation)
+	t.Logf("victim: %s", describe(s.c.TaskEvents(first.ID, "train")))
+	stopJob(t, s.c, *victim.ID)
 }
 
 // noBlockJob has no checkpoint block: the plugin defaults apply.
