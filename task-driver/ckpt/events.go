@@ -4,35 +4,31 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/allot-sh/allot/task-driver/ckptevent"
 )
 
-// Event messages and annotation keys. The governor parses these; change
-// them only together with docs/task-driver.md.
+// Event messages, annotation keys and triggers come from ckptevent, the
+// contract with the event readers (the governor).
 const (
 	// MsgRequested is the message of the event sent when the checkpoint
 	// signal goes out.
-	MsgRequested = "Checkpoint requested"
+	MsgRequested = ckptevent.Requested
 	// AnnPath is the checkpoint path named by LATEST.
-	AnnPath = "checkpoint_path"
+	AnnPath = ckptevent.Path
 	// AnnStep is the step named by LATEST (absent when it names none).
-	AnnStep = "checkpoint_step"
+	AnnStep = ckptevent.Step
 	// AnnUnixTime is when LATEST was written, in Unix seconds.
-	AnnUnixTime = "checkpoint_unix_time"
-	// AnnDuration is the event's duration in milliseconds: from the request
-	// to the save or time-out, or the interval since the previous save for
-	// checkpoints the task wrote on its own.
-	AnnDuration = "duration_ms"
-	// AnnTrigger says why: "requested" (stop protocol) or "periodic" (the
-	// task on its own).
-	AnnTrigger = "trigger"
+	AnnUnixTime = ckptevent.UnixTime
+	// AnnDuration is the event's duration in milliseconds.
+	AnnDuration = ckptevent.Duration
+	// AnnTrigger says why a checkpoint was saved.
+	AnnTrigger = ckptevent.Trigger
 	// AnnSignal is the checkpoint signal sent.
-	AnnSignal = "signal"
-)
+	AnnSignal = ckptevent.Signal
 
-// Triggers of a saved checkpoint.
-const (
-	triggerRequested = "requested"
-	triggerPeriodic  = "periodic"
+	triggerRequested = ckptevent.TriggerRequested
+	triggerPeriodic  = ckptevent.TriggerPeriodic
 )
 
 // event is a task event before it is addressed to a task.
@@ -55,30 +51,30 @@ func savedEvent(l Latest, d time.Duration, trigger string) event {
 		AnnDuration: ms(d),
 		AnnTrigger:  trigger,
 	}
-	msg := fmt.Sprintf("Checkpoint saved: %s (%s)", l.Path, round(d))
+	msg := fmt.Sprintf("%s%s (%s)", ckptevent.Saved, l.Path, round(d))
 	if l.HasStep() {
 		ann[AnnStep] = strconv.FormatInt(l.Step, 10)
-		msg = fmt.Sprintf("Checkpoint saved: %s step %d (%s)", l.Path, l.Step, round(d))
+		msg = fmt.Sprintf("%s%s step %d (%s)", ckptevent.Saved, l.Path, l.Step, round(d))
 	}
 	return event{msg: msg, ann: ann}
 }
 
 func timedOutEvent(d time.Duration) event {
 	return event{
-		msg: fmt.Sprintf("Checkpoint timed out after %s", round(d)),
+		msg: ckptevent.TimedOut + round(d).String(),
 		ann: map[string]string{AnnDuration: ms(d), AnnTrigger: triggerRequested},
 	}
 }
 
 func exitedWithoutCheckpointEvent(d time.Duration) event {
 	return event{
-		msg: fmt.Sprintf("Checkpoint not saved: task exited after %s without replacing LATEST", round(d)),
+		msg: fmt.Sprintf("%stask exited after %s without replacing LATEST", ckptevent.NotSaved, round(d)),
 		ann: map[string]string{AnnDuration: ms(d), AnnTrigger: triggerRequested},
 	}
 }
 
 func warningEvent(format string, args ...any) event {
-	return event{msg: "Checkpoint warning: " + fmt.Sprintf(format, args...)}
+	return event{msg: ckptevent.Warning + fmt.Sprintf(format, args...)}
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -91,11 +87,11 @@ func round(d time.Duration) time.Duration {
 }
 
 func resumeEvent(l Latest) event {
-	ann := map[string]string{AnnPath: l.Path, AnnUnixTime: strconv.FormatInt(l.ModTime.Unix(), 10), AnnTrigger: "resume"}
-	msg := fmt.Sprintf("Checkpoint resume: %s", l.Path)
+	ann := map[string]string{AnnPath: l.Path, AnnUnixTime: strconv.FormatInt(l.ModTime.Unix(), 10), AnnTrigger: ckptevent.TriggerResume}
+	msg := ckptevent.Resume + l.Path
 	if l.HasStep() {
 		ann[AnnStep] = strconv.FormatInt(l.Step, 10)
-		msg = fmt.Sprintf("Checkpoint resume: %s step %d", l.Path, l.Step)
+		msg = fmt.Sprintf("%s%s step %d", ckptevent.Resume, l.Path, l.Step)
 	}
 	return event{msg: msg, ann: ann}
 }
