@@ -60,7 +60,7 @@ job %q {
 
 // env is the shared state of the governor e2e test.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	c     *testcluster.Cluster
 	g     *testcluster.Governor
 	gov   *gapi.Client
@@ -68,7 +68,7 @@ type env struct {
 	dir   string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	dir := t.TempDir()
 	var clients []testcluster.ClientSpec
 	for _, name := range []string{"gpu-1", "gpu-2"} {
@@ -166,6 +166,24 @@ func (e *env) why(ns, id string) *gapi.Why {
 	w, err := e.gov.Why(context.Background(), ns, id)
 	must.NoError(e.t, err)
 	return w
+}
+
+// newBenchEnv is newEnv for benchmarks: team-a may use exactly one node's
+// four GPUs.
+func newBenchEnv(b *testing.B) *env { return newEnv(b) }
+
+// submit registers a 4-GPU-or-less job in team-a through the proxy with
+// the api client, as the CLI would.
+func (e *env) submit(id string, gpus int) {
+	e.t.Helper()
+	job, err := testcluster.ParseHCL(id+".nomad.hcl", []byte(fmt.Sprintf(jobTmpl, id, "team-a", "v1", gpus)))
+	must.NoError(e.t, err)
+	cfg := api.DefaultConfig()
+	cfg.Address = e.g.Addr
+	client, err := api.NewClient(cfg)
+	must.NoError(e.t, err)
+	_, _, err = client.Jobs().Register(job, &api.WriteOptions{Namespace: "team-a"})
+	must.NoError(e.t, err)
 }
 
 func TestE2E_Governor(t *testing.T) {

@@ -41,7 +41,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
 	rec := &reconcile.Reconciler{Store: store, Config: EngineConfig(cfg), Metrics: m, Log: log.Named("reconcile"),
-		Now: time.Now, Interval: cfg.CycleInterval,
+		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond,
 		Actuator: &actuate.Actuator{Jobs: client.Jobs(), Store: store, Log: log.Named("actuate"), Now: time.Now}}
 	governed := func(ns string) bool {
 		_, ok := book.Get(ns)
@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	px := proxy.New(proxy.Options{Target: target, Transport: hc.Transport, Reconciler: rec, Store: store,
 		Governed: governed, Log: log.Named("proxy"), Metrics: m})
 	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"),
-		Visible: server.NomadVisible(target, hc)}
+		Visible: server.NomadVisible(target, hc), Debug: cfg.EnableDebug}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

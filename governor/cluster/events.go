@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -16,10 +18,55 @@ var Topics = map[api.Topic][]string{
 	api.TopicEvaluation: {"*"}, api.TopicDeployment: {"*"},
 }
 
+// Frame is one frame of Nomad's event stream, with payloads kept raw so
+// they decode straight into api types (no float64 detour, no
+// mapstructure tags).
+type Frame struct {
+	Index  uint64
+	Events []Event
+	// Err ends a stream: the connection or the decoding failed.
+	Err error `json:"-"`
+}
+
+// Event is one event of a frame.
+type Event struct {
+	Topic     api.Topic
+	Type      string
+	Key       string
+	Namespace string
+	Index     uint64
+	Payload   json.RawMessage
+}
+
+// heartbeat tells whether the frame is Nomad's empty keep-alive.
+func (f *Frame) heartbeat() bool { return f.Index == 0 && len(f.Events) == 0 }
+
+// ReadFrames decodes an NDJSON event stream into out until it ends or ctx
+// is done; the last frame sent carries the error that ended it.
+func ReadFrames(ctx context.Context, r io.Reader, out chan<- *Frame) {
+	dec := json.NewDecoder(r)
+	for ctx.Err() == nil {
+		f := &Frame{}
+		if err := dec.Decode(f); err != nil {
+			f = &Frame{Err: err}
+		} else if f.heartbeat() {
+			continue
+		}
+		select {
+		case out <- f:
+		case <-ctx.Done():
+			return
+		}
+		if f.Err != nil {
+			return
+		}
+	}
+}
+
 // Apply applies one frame of the event stream. Frames at or below the
 // store's index are applied too (upserts are idempotent), so a stream
 // resumed from a listing's index loses nothing.
-func (s *Store) Apply(frame *api.Events) error {
+func (s *Store) Apply(frame *Frame) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range frame.Events {
@@ -34,9 +81,9 @@ func (s *Store) Apply(frame *api.Events) error {
 	return nil
 }
 
-// payload is an event's payload decoded with encoding/json. The api
+// payload is an event's payload decoded with encoding/json. (The api
 // package's own Event.Job() decodes with mapstructure, which honours the
-// `mapstructure:"memory"` tag of api.Resources and so loses MemoryMB.
+// `mapstructure:"memory"` tag of api.Resources and so loses MemoryMB.)
 type payload struct {
 	Job        *api.Job
 	Allocation *api.Allocation
@@ -44,19 +91,15 @@ type payload struct {
 	Evaluation *api.Evaluation
 }
 
-func decodePayload(e *api.Event) (*payload, error) {
-	raw, err := json.Marshal(e.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("re-encoding payload: %w", err)
-	}
+func decodePayload(e *Event) (*payload, error) {
 	var p payload
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if err := json.Unmarshal(e.Payload, &p); err != nil {
 		return nil, fmt.Errorf("decoding payload: %w", err)
 	}
 	return &p, nil
 }
 
-func (s *Store) applyEvent(e *api.Event) error {
+func (s *Store) applyEvent(e *Event) error {
 	switch e.Topic {
 	case api.TopicJob, api.TopicAllocation, api.TopicNode, api.TopicEvaluation:
 	default:

@@ -1,12 +1,12 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"sync"
@@ -29,32 +29,28 @@ const (
 	finalFixture  = "testdata/final-1.6.1.json"
 )
 
-// readFrames decodes an NDJSON event stream, skipping heartbeats.
-func readFrames(data []byte) ([]*api.Events, error) {
-	var frames []*api.Events
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+// readFrames decodes a recorded NDJSON event stream with ReadFrames.
+func readFrames(data []byte) ([]*Frame, error) {
+	ch := make(chan *Frame, 1024)
+	go ReadFrames(context.Background(), bytes.NewReader(data), ch)
+	var frames []*Frame
+	for f := range ch {
+		if f.Err == io.EOF {
+			return frames, nil
 		}
-		var f api.Events
-		if err := json.Unmarshal(line, &f); err != nil {
-			return nil, fmt.Errorf("decoding frame: %w", err)
+		if f.Err != nil {
+			return nil, fmt.Errorf("decoding frame: %w", f.Err)
 		}
-		if !f.IsHeartbeat() {
-			frames = append(frames, &f)
-		}
+		frames = append(frames, f)
 	}
-	return frames, sc.Err()
+	return frames, nil
 }
 
 // fakeSource replays frames; the first streams fail with failFirst errors.
 type fakeSource struct {
 	mu        sync.Mutex
 	initial   *Initial
-	frames    []*api.Events
+	frames    []*Frame
 	final     *Initial
 	failFirst int
 	initials  int
@@ -67,15 +63,15 @@ func (f *fakeSource) Initial(context.Context) (*Initial, error) {
 	return f.initial, nil
 }
 
-func (f *fakeSource) Events(ctx context.Context, _ uint64) (<-chan *api.Events, error) {
+func (f *fakeSource) Events(ctx context.Context, _ uint64) (<-chan *Frame, error) {
 	f.mu.Lock()
 	fail := f.failFirst > 0
 	f.failFirst--
 	f.mu.Unlock()
-	ch := make(chan *api.Events, len(f.frames)+1)
+	ch := make(chan *Frame, len(f.frames)+1)
 	if fail {
 		ch <- f.frames[0]
-		ch <- &api.Events{Err: errors.New("stream broke")}
+		ch <- &Frame{Err: errors.New("stream broke")}
 		return ch, nil
 	}
 	for _, fr := range f.frames {
@@ -110,7 +106,7 @@ func sortedSnapshot(s *Store) *engine.Snapshot {
 	return snap
 }
 
-func loadFixtures(t *testing.T) ([]*api.Events, *Initial) {
+func loadFixtures(t *testing.T) ([]*Frame, *Initial) {
 	t.Helper()
 	data, err := os.ReadFile(streamFixture)
 	must.NoError(t, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -13,7 +15,7 @@ type Source interface {
 	// Initial lists the whole cluster.
 	Initial(ctx context.Context) (*Initial, error)
 	// Events streams frames of every topic in Topics after index.
-	Events(ctx context.Context, index uint64) (<-chan *api.Events, error)
+	Events(ctx context.Context, index uint64) (<-chan *Frame, error)
 	// Namespaces blocks until the namespaces change after waitIndex (or a
 	// server-side timeout) and returns them with the new index.
 	Namespaces(ctx context.Context, waitIndex uint64) ([]*api.Namespace, uint64, error)
@@ -88,11 +90,22 @@ func (n *NomadSource) listJobs(ctx context.Context, in *Initial) error {
 }
 
 // Events opens the event stream after index.
-func (n *NomadSource) Events(ctx context.Context, index uint64) (<-chan *api.Events, error) {
-	ch, err := n.Client.EventStream().Stream(ctx, Topics, index, &api.QueryOptions{Namespace: "*"})
+func (n *NomadSource) Events(ctx context.Context, index uint64) (<-chan *Frame, error) {
+	q := url.Values{"index": {strconv.FormatUint(index, 10)}}
+	for topic, keys := range Topics {
+		for _, k := range keys {
+			q.Add("topic", string(topic)+":"+k)
+		}
+	}
+	body, err := n.Client.Raw().Response("/v1/event/stream?"+q.Encode(), (&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("opening event stream at index %d: %w", index, err)
 	}
+	ch := make(chan *Frame, 16)
+	go func() {
+		defer body.Close()
+		ReadFrames(ctx, body, ch)
+	}()
 	return ch, nil
 }
 

@@ -138,6 +138,30 @@ func (s *Store) UpsertJob(j *api.Job) {
 	s.notify()
 }
 
+// PutEngineJob records an engine view of a job directly (a reservation
+// the proxy makes before Nomad has the job) and returns what it replaced.
+func (s *Store) PutEngineJob(j *engine.Job) *engine.Job {
+	s.mu.Lock()
+	prev := s.jobs[j.Key()]
+	s.jobs[j.Key()] = j
+	s.mu.Unlock()
+	s.notify()
+	return prev
+}
+
+// RestoreEngineJob undoes PutEngineJob: it puts prev back (or forgets the
+// job when prev is nil), unless the job changed since.
+func (s *Store) RestoreEngineJob(key string, prev *engine.Job) {
+	s.mu.Lock()
+	if prev == nil {
+		delete(s.jobs, key)
+	} else {
+		s.jobs[key] = prev
+	}
+	s.mu.Unlock()
+	s.notify()
+}
+
 // DeleteJob forgets job ns/id (it was purged).
 func (s *Store) DeleteJob(ns, id string) {
 	s.mu.Lock()

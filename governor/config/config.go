@@ -41,6 +41,8 @@ type Config struct {
 	CycleInterval time.Duration
 	// ResyncBackoffMax caps the back-off between full resyncs after errors.
 	ResyncBackoffMax time.Duration
+	// EnableDebug serves Go's profiler on /debug/pprof/.
+	EnableDebug bool
 }
 
 // Nomad is how the governor reaches Nomad.

@@ -18,6 +18,7 @@ type fileConfig struct {
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
 	ResyncBackoffMax  *string      `hcl:"resync_backoff_max"`
+	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
 }
@@ -58,6 +59,9 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	var errs []error
 	setStr(&c.Listen, f.Listen)
 	setStr(&c.LogLevel, f.LogLevel)
+	if f.EnableDebug != nil {
+		c.EnableDebug = *f.EnableDebug
+	}
 	if f.Governed != nil {
 		c.Governed = f.Governed
 	}

@@ -50,6 +50,10 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 	cy.shares()
 	cy.admitQueue(cy.queue(jobs))
 	cy.finish()
+	cy.plan.Starving = map[string]string{}
+	for pool, j := range cy.starving {
+		cy.plan.Starving[pool] = j.Key()
+	}
 	return cy.plan
 }
 

@@ -110,3 +110,18 @@ func TestDecisionsCarryClassPriorityAndQueueTime(t *testing.T) {
 	must.Eq(t, Decision{Action: Admit, Namespace: "a", JobID: "j", Version: 10, Class: "high", Priority: 70, QueuedAt: queued, Reason: d.Reason}, d)
 	must.StrContains(t, d.Reason, "class: class high (priority 70); limit: no limit applies; quota: no quota applies; fit: all 1 allocations fit")
 }
+
+func TestQueuePosition(t *testing.T) {
+	s := snap([]*Tenant{mkTenant("a").Build(), mkTenant("b").Build()}, []*Node{gpuNode("n1", 0)}, nil,
+		mkJob("a", "1").Pool("gpu").Device("gpu", 1).QueuedAt(t0).Build(),
+		mkJob("b", "2").Pool("gpu").Class("high").Device("gpu", 1).QueuedAt(t0.Add(time.Second)).Build(),
+		mkJob("a", "3").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(2*time.Second)).Build())
+	p := Decide(testConfig(), s)
+	late := mkJob("a", "new").Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(time.Hour)).Build()
+	all, ten := QueuePosition(p, testConfig(), late, "standard")
+	must.Eq(t, 4, all)
+	must.Eq(t, 3, ten)
+	all, ten = QueuePosition(p, testConfig(), late, "high")
+	must.Eq(t, 2, all, must.Sprint("behind the older high job only"))
+	must.Eq(t, 1, ten)
+}

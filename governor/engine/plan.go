@@ -103,6 +103,9 @@ type Plan struct {
 	// Verdicts holds a verdict for every governed job, by "ns/id".
 	Verdicts map[string]*Verdict
 	Tenants  []TenantStatus
+	// Starving maps a node pool to the "ns/id" of its starving queue head,
+	// which later jobs of the pool may not pass.
+	Starving map[string]string
 }
 
 // Decision returns the decision for job ns/id, if the plan has one.

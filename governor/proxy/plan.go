@@ -9,7 +9,6 @@ import (
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
-	"github.com/allot-sh/allot/governor/reconcile"
 )
 
 // plan forwards a job plan unchanged and adds to its Warnings what the
@@ -27,10 +26,8 @@ func (p *Proxy) plan(w http.ResponseWriter, r *http.Request) error {
 	if resp.StatusCode == http.StatusOK && ok && p.governed(sub.ns) && admissible(sub.parsed) {
 		cand := cluster.ConvertJob(sub.parsed)
 		cand.Namespace = sub.ns
-		_ = p.rec.Admit(cand, func(v reconcile.Verdict) error {
-			data = withWarning(data, "(plan preview) "+warning(sub.ns, cand.ID, v))
-			return nil
-		})
+		v := p.rec.Evaluate(cand)
+		data = withWarning(data, "(plan preview) "+warning(sub.ns, cand.ID, v))
 	}
 	reply(w, resp, data)
 	return nil
@@ -59,14 +56,20 @@ func (p *Proxy) scale(w http.ResponseWriter, r *http.Request, id string) error {
 		p.rp.ServeHTTP(w, r)
 		return nil
 	}
-	var verdict reconcile.Verdict
-	_ = p.rec.Admit(cand, func(v reconcile.Verdict) error { verdict = v; return nil })
+	verdict, undo := p.rec.Reserve(cand)
 	if !verdict.Admitted {
 		msg := fmt.Sprintf("allot-governor: scaling %s/%s group %q to %d is not admitted now: %s\n", ns, id, req.Target["Group"], *req.Count, verdict.Reason)
 		http.Error(w, msg, http.StatusConflict)
 		return nil
 	}
-	p.rp.ServeHTTP(w, r)
+	resp, data, err := p.forward(r, body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		undo()
+	}
+	if err != nil {
+		return err
+	}
+	reply(w, resp, data)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -73,29 +74,29 @@ func (p *Proxy) register(w http.ResponseWriter, r *http.Request) error {
 	if old, ok := p.store.Job(sub.ns, cand.ID); ok && old.State == engine.Queued {
 		cand.QueuedAt = old.QueuedAt // an edit of a held job keeps its place
 	}
-	return p.rec.Admit(cand, func(v reconcile.Verdict) error {
-		return p.writeAdmitted(w, r, sub, cand, v)
-	})
+	v, undo := p.rec.Reserve(cand)
+	written, err := p.writeAdmitted(w, r, sub, cand, v)
+	if !written {
+		undo()
+	}
+	return err
 }
 
 // writeAdmitted rewrites the job for verdict v, registers it with the
-// caller's token and replies with the governor's warning added.
-func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submission, cand *engine.Job, v reconcile.Verdict) error {
+// caller's token and replies with the governor's warning added. It
+// reports whether Nomad accepted the job.
+func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submission, cand *engine.Job, v reconcile.Verdict) (bool, error) {
 	queuedAt := cand.QueuedAt
 	if err := sub.mark(v, queuedAt, time.Now()); err != nil {
-		return err
+		return false, err
 	}
-	out, err := json.Marshal(sub.body)
+	resp, data, err := p.forward(r, encodeRaw(sub.body))
 	if err != nil {
-		return fmt.Errorf("encoding job: %w", err)
-	}
-	resp, data, err := p.forward(r, out)
-	if err != nil {
-		return err
+		return false, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		reply(w, resp, data)
-		return nil
+		return false, nil
 	}
 	var rr api.JobRegisterResponse
 	if err := json.Unmarshal(data, &rr); err == nil {
@@ -104,7 +105,7 @@ func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submi
 	}
 	p.countSubmission(sub.ns, v)
 	reply(w, resp, data)
-	return nil
+	return true, nil
 }
 
 // mark sets Stop, Priority and the allot.* meta for the verdict.
@@ -132,12 +133,30 @@ func (s *submission) mark(v reconcile.Verdict, queuedAt, now time.Time) error {
 		s.job[k] = raw
 	}
 	s.parsed.Meta, s.parsed.Stop = meta, pointer(!v.Admitted)
-	raw, err := json.Marshal(s.job)
-	if err != nil {
-		return fmt.Errorf("encoding job: %w", err)
-	}
-	s.body["Job"] = raw
+	s.body["Job"] = encodeRaw(s.job)
 	return nil
+}
+
+// encodeRaw writes an object of already-encoded values without re-parsing
+// them (json.Marshal would validate and compact every value again).
+func encodeRaw(m map[string]json.RawMessage) []byte {
+	keys := make([]string, 0, len(m))
+	size := 2
+	for k, v := range m {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k)
+		b = append(append(append(b, kb...), ':'), m[k]...)
+	}
+	return append(b, '}')
 }
 
 // remember tells the store about the job just written, before its event.

@@ -27,6 +27,9 @@ type Reconciler struct {
 	Now      func() time.Time
 	// Interval is the longest time between two cycles.
 	Interval time.Duration
+	// MinGap is the shortest time between two cycles: bursts of events
+	// (a submission makes several) share one cycle.
+	MinGap time.Duration
 
 	// mu serializes cycles and proxy admissions.
 	mu     sync.Mutex
@@ -35,7 +38,8 @@ type Reconciler struct {
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
-// ends. Cycles start once the store holds a full listing.
+// ends; changes within MinGap of a cycle are batched into the next one.
+// Cycles start once the store holds a full listing.
 func (r *Reconciler) Run(ctx context.Context) {
 	tick := time.NewTicker(r.Interval)
 	defer tick.Stop()
@@ -48,6 +52,15 @@ func (r *Reconciler) Run(ctx context.Context) {
 		}
 		if r.Store.Synced() {
 			r.Cycle(ctx)
+		}
+		if r.MinGap > 0 {
+			gap := time.NewTimer(r.MinGap)
+			select {
+			case <-ctx.Done():
+				gap.Stop()
+				return
+			case <-gap.C:
+			}
 		}
 	}
 }
@@ -114,13 +127,40 @@ type Verdict struct {
 	Priority                        int
 }
 
-// Admit decides about a job submitted through the proxy, as if it were
-// queued now, and calls write with the verdict while no cycle runs, so the
-// capacity it is given cannot be given again before the store knows the
-// job. write returns an error when Nomad refused the job.
-func (r *Reconciler) Admit(j *engine.Job, write func(Verdict) error) error {
+// Reserve decides about a job submitted through the proxy. When it is
+// admitted, the store records it as admitted at once, under the same lock
+// as cycles, so the capacity it is given cannot be given again while the
+// proxy writes it to Nomad; undo gives that back when Nomad refuses the
+// write. Nothing is reserved for a queued job (undo does nothing).
+//
+// The decision is a cycle over what runs plus this job alone: held jobs
+// hold nothing, and the latest cycle already found that they do not fit
+// (smaller jobs may pass them), so only a starving head of the job's node
+// pool, from the latest plan, stops the job. Its queue position comes from
+// the latest plan too. A submission's cost is thus independent of the
+// queue's length.
+func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	v := r.evaluate(j)
+	if !v.Admitted {
+		return v, func() {}
+	}
+	held := *j
+	held.State = engine.Admitted
+	prev := r.Store.PutEngineJob(&held)
+	return v, func() { r.Store.RestoreEngineJob(held.Key(), prev) }
+}
+
+// Evaluate decides about a job like Reserve but reserves nothing (plan
+// previews).
+func (r *Reconciler) Evaluate(j *engine.Job) Verdict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.evaluate(j)
+}
+
+func (r *Reconciler) evaluate(j *engine.Job) Verdict {
 	now := r.Now()
 	snap := r.Store.Snapshot(now)
 	if j.QueuedAt.IsZero() {
@@ -129,24 +169,43 @@ func (r *Reconciler) Admit(j *engine.Job, write func(Verdict) error) error {
 	j.State = engine.Queued
 	jobs := snap.Jobs[:0:0]
 	for _, o := range snap.Jobs {
-		if o.Key() != j.Key() {
+		if o.State != engine.Queued && o.Key() != j.Key() {
 			jobs = append(jobs, o)
 		}
 	}
 	snap.Jobs = append(jobs, j)
-	plan := engine.Decide(r.Config, snap)
-	return write(verdictOf(plan, j, r.Config))
+	return r.verdictOf(engine.Decide(r.Config, snap), j)
 }
 
-func verdictOf(plan *engine.Plan, j *engine.Job, cfg engine.Config) Verdict {
+func (r *Reconciler) verdictOf(plan *engine.Plan, j *engine.Job) Verdict {
 	v := Verdict{}
 	if pv := plan.Verdicts[j.Key()]; pv != nil {
-		v.Position, v.TenantPosition, v.Reason, v.Class = pv.Position, pv.TenantPosition, pv.Reason, pv.Class
+		v.Reason, v.Class = pv.Reason, pv.Class
 	}
-	v.Total = len(plan.Queue)
 	if d, ok := plan.Decision(j.Namespace, j.ID); ok && d.Action == engine.Admit {
 		v.Admitted, v.Reason, v.Class = true, d.Reason, d.Class
 	}
-	v.Priority = cfg.Classes[v.Class].Priority
+	latest := r.Latest()
+	if latest != nil && v.Admitted {
+		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() {
+			v.Admitted = false
+			v.Reason = "order: waiting behind " + head + ", which has waited longer than the starvation timeout and does not fit yet"
+		}
+	}
+	if !v.Admitted {
+		v.Position, v.TenantPosition, v.Total = 1, 1, 1
+		if latest != nil {
+			v.Position, v.TenantPosition = engine.QueuePosition(latest, r.Config, j, v.Class)
+			v.Total = len(latest.Queue) + 1
+		}
+	}
+	v.Priority = r.Config.Classes[v.Class].Priority
 	return v
+}
+
+func poolOf(j *engine.Job) string {
+	if j.NodePool == "" {
+		return "default"
+	}
+	return j.NodePool
 }

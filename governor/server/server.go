@@ -5,6 +5,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -32,6 +33,8 @@ type Server struct {
 	Metrics *metrics.Metrics
 	Visible Visible
 	Log     hclog.Logger
+	// Debug mounts Go's profiler on /debug/pprof/.
+	Debug bool
 }
 
 // Handler returns the whole HTTP surface.
@@ -42,6 +45,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/allot/v1/queue", s.queue)
 	mux.HandleFunc("/allot/v1/jobs/", s.why)
 	mux.HandleFunc("/healthz", s.health)
+	if s.Debug {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	if s.Metrics != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	}
