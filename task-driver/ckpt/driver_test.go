@@ -260,3 +260,17 @@ func TestDriverExecAndStats(t *testing.T) {
 		t.Fatal("no task stats within 10s")
 	}
 }
+
+func TestDriverSignalTaskReachesTheMainProcess(t *testing.T) {
+	h := harness(t, t.TempDir())
+	d := `"$ALLOT_CHECKPOINT_DIR"`
+	task := shellTask(`trap 'echo got > ` + d + `/usr2' USR2; echo ready > ` + d + `/ready; while :; do sleep 0.05; done`).build(t, h)
+	start(t, h, task)
+	must.ErrorIs(t, h.Impl().SignalTask(task.ID, "SIGNOPE"), ErrBadSignal)
+	status, err := h.InspectTask(task.ID)
+	must.NoError(t, err)
+	dir := status.DriverAttributes["checkpoint_dir"]
+	waitFile(t, filepath.Join(dir, "ready")) // the trap is installed
+	must.NoError(t, h.SignalTask(task.ID, "SIGUSR2"))
+	waitFile(t, filepath.Join(dir, "usr2"))
+}
