@@ -264,7 +264,7 @@ func TestDriverExecAndStats(t *testing.T) {
 func TestDriverSignalTaskReachesTheMainProcess(t *testing.T) {
 	h := harness(t, t.TempDir())
 	d := `"$ALLOT_CHECKPOINT_DIR"`
-	task := shellTask(`trap 'echo got > ` + d + `/usr2' USR2; echo ready > ` + d + `/ready; while :; do sleep 0.05; done`).build(t, h)
+	task := shellTask(`trap 'echo got > `+d+`/usr2' USR2; echo ready > `+d+`/ready; while :; do sleep 0.05; done`).build(t, h)
 	start(t, h, task)
 	must.ErrorIs(t, h.Impl().SignalTask(task.ID, "SIGNOPE"), ErrBadSignal)
 	status, err := h.InspectTask(task.ID)
