@@ -1,0 +1,4 @@
+terraform {
+  # Validation conditions that refer to other variables need Terraform 1.9.
+  required_version = ">= 1.9.0"
+}
