@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -288,6 +289,35 @@ func TestE2E_Governor(t *testing.T) {
 		}
 		must.Eq(t, 1, admitted, must.Sprint("b2 admitted exactly once"))
 	})
+}
+
+// TestE2E_GovernorPassthrough: websockets (alloc exec) and the event
+// stream work through the proxy with the nomad CLI.
+func TestE2E_GovernorPassthrough(t *testing.T) {
+	e := newEnv(t)
+	e.run("team-a", "exec-me", "v1", 1)
+	e.waitRunning("team-a", "exec-me", time.Minute)
+
+	cmd := exec.Command(e.nomad, "alloc", "exec", "-namespace", "team-a", "-job", "exec-me", "/bin/echo", "through-the-proxy")
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	must.NoError(t, err, must.Sprintf("nomad alloc exec: %s", out))
+	must.StrContains(t, string(out), "through-the-proxy")
+
+	hc := &http.Client{Timeout: 30 * time.Second}
+	resp, err := hc.Get(e.g.Addr + "/v1/event/stream?topic=Job:*&namespace=*&index=1")
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		must.NoError(t, err)
+		if strings.TrimSpace(line) == "{}" {
+			continue // heartbeat
+		}
+		must.StrContains(t, line, `"Topic":"Job"`)
+		break
+	}
 }
 
 func queueKeys(q *gapi.Queue) []string {
