@@ -36,6 +36,7 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"poll_interval": hclspec.NewDefault(
 		hclspec.NewAttr("poll_interval", "string", false),
 		hclspec.NewLiteral(fmt.Sprintf("%q", defaultPollInterval))),
+	"max_kill_timeout": hclspec.NewAttr("max_kill_timeout", "string", false),
 	"no_cgroups": hclspec.NewDefault(
 		hclspec.NewAttr("no_cgroups", "bool", false),
 		hclspec.NewLiteral("false")),
@@ -67,6 +68,10 @@ type Config struct {
 	PollInterval string `codec:"poll_interval"`
 	// NoCgroups disables the executor's cgroup containment.
 	NoCgroups bool `codec:"no_cgroups"`
+	// MaxKillTimeout mirrors the client's max_kill_timeout, which Nomad
+	// does not pass to drivers. When set, a task whose checkpoint timeout
+	// cannot fit below it gets a warning event when it starts.
+	MaxKillTimeout string `codec:"max_kill_timeout"`
 }
 
 // settings is a validated Config.
@@ -78,6 +83,8 @@ type settings struct {
 	savedInterval time.Duration
 	pollInterval  time.Duration
 	noCgroups     bool
+	// maxKill is zero when max_kill_timeout is not configured.
+	maxKill time.Duration
 }
 
 // validate checks every field and reports every problem at once.
@@ -92,14 +99,13 @@ func (c *Config) validate() (settings, error) {
 	if s.signalName, s.signal, err = parseSignal(c.DefaultSignal); err != nil {
 		errs = append(errs, fmt.Errorf("default_signal: %w", err))
 	}
-	durations := []struct {
-		name string
-		src  string
-		dst  *time.Duration
-	}{
+	durations := []durationField{
 		{"default_timeout", c.DefaultTimeout, &s.timeout},
 		{"saved_event_interval", c.SavedEventInterval, &s.savedInterval},
 		{"poll_interval", c.PollInterval, &s.pollInterval},
+	}
+	if c.MaxKillTimeout != "" {
+		durations = append(durations, durationField{"max_kill_timeout", c.MaxKillTimeout, &s.maxKill})
 	}
 	for _, d := range durations {
 		if *d.dst, err = parsePositive(d.src); err != nil {
@@ -110,6 +116,13 @@ func (c *Config) validate() (settings, error) {
 		return settings{}, fmt.Errorf("invalid ckpt plugin config: %w", err)
 	}
 	return s, nil
+}
+
+// durationField is one duration setting to parse into dst.
+type durationField struct {
+	name string
+	src  string
+	dst  *time.Duration
 }
 
 // TaskConfig is the driver config of one task.
@@ -170,4 +183,14 @@ func parsePositive(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q must be positive", s)
 	}
 	return d, nil
+}
+
+// startWarning says why a task's checkpoint can never complete in time,
+// when the plugin knows the client's max_kill_timeout.
+func (ts taskSettings) startWarning(s settings) (event, bool) {
+	if s.maxKill == 0 || ts.timeout < s.maxKill {
+		return event{}, false
+	}
+	return warningEvent("checkpoint timeout %s is not below the client's max_kill_timeout %s, which caps kill_timeout; "+
+		"stops will wait at most %s for the checkpoint", ts.timeout, s.maxKill, s.maxKill*9/10), true
 }

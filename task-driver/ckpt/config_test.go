@@ -19,10 +19,11 @@ func TestConfigValidate(t *testing.T) {
 		edit    func(*Config)
 		wantErr []string
 	}{
-		"defaults":        {edit: func(*Config) {}},
-		"relative root":   {edit: func(c *Config) { c.CheckpointRoot = "ck" }, wantErr: []string{"checkpoint_root"}},
-		"bad signal":      {edit: func(c *Config) { c.DefaultSignal = "SIGNOPE" }, wantErr: []string{"default_signal"}},
-		"sigkill refused": {edit: func(c *Config) { c.DefaultSignal = "SIGKILL" }, wantErr: []string{"cannot catch"}},
+		"defaults":             {edit: func(*Config) {}},
+		"relative root":        {edit: func(c *Config) { c.CheckpointRoot = "ck" }, wantErr: []string{"checkpoint_root"}},
+		"bad signal":           {edit: func(c *Config) { c.DefaultSignal = "SIGNOPE" }, wantErr: []string{"default_signal"}},
+		"sigkill refused":      {edit: func(c *Config) { c.DefaultSignal = "SIGKILL" }, wantErr: []string{"cannot catch"}},
+		"bad max_kill_timeout": {edit: func(c *Config) { c.MaxKillTimeout = "ten minutes" }, wantErr: []string{"max_kill_timeout"}},
 		"every problem at once": {
 			edit:    func(c *Config) { c.DefaultSignal = "x"; c.DefaultTimeout = "-1s"; c.PollInterval = "soon" },
 			wantErr: []string{"default_signal", "default_timeout", "poll_interval"},
@@ -88,4 +89,25 @@ func TestKillSignal(t *testing.T) {
 	must.Eq(t, syscall.SIGTERM, sig)
 	_, err = killSignal("SIGWHAT")
 	must.ErrorIs(t, err, ErrBadSignal)
+}
+
+func TestStartWarning(t *testing.T) {
+	cases := map[string]struct {
+		maxKill, timeout time.Duration
+		warn             bool
+	}{
+		"max_kill_timeout unknown":  {timeout: time.Hour},
+		"fits below":                {maxKill: 10 * time.Minute, timeout: 2 * time.Minute},
+		"equal":                     {maxKill: 30 * time.Second, timeout: 30 * time.Second, warn: true},
+		"above Nomad's 30s default": {maxKill: 30 * time.Second, timeout: 2 * time.Minute, warn: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ev, warn := taskSettings{timeout: tc.timeout}.startWarning(settings{maxKill: tc.maxKill})
+			must.Eq(t, tc.warn, warn)
+			if warn {
+				must.StrContains(t, ev.msg, "max_kill_timeout")
+			}
+		})
+	}
 }

@@ -35,6 +35,9 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 		return nil, nil, err
 	}
 	emit := d.emitter(cfg)
+	if ev, ok := ts.startWarning(d.settings); ok {
+		emit(ev)
+	}
 	dir, latest, err := d.prepareCheckpoint(cfg, emit)
 	if err != nil {
 		return nil, nil, err

@@ -28,7 +28,7 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 		Clients: []testcluster.ClientSpec{{
 			Name: "ckpt-1",
 			PluginConfig: map[string]string{"nomad-driver-ckpt": fmt.Sprintf(
-				"checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"", ckptRoot)},
+				"checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\nmax_kill_timeout = \"10m\"", ckptRoot)},
 		}},
 	})
 	s := &suite{c: c, trainer: trainer, root: ckptRoot}
@@ -178,6 +178,18 @@ func (s *suite) configErrors(t *testing.T) {
 	waitEvent(t, s.c, alloc.ID, `^Checkpoint warning: checkpoint timeout 30s is not below the kill_timeout 2s`, 10*time.Second)
 	waitEvent(t, s.c, alloc.ID, `^Checkpoint timed out after 1\.8`, 10*time.Second)
 	t.Logf("events: %s", describe(s.c.TaskEvents(alloc.ID, "train")))
+
+	// kill_timeout above the client's max_kill_timeout (10m) and a
+	// checkpoint timeout that cannot fit: warned at start; the task still
+	// checkpoints at once when stopped.
+	j = job("toolong").trainerArgs("-step-time", "10ms").timeouts("11m", "12m")
+	job4, _ := s.c.RegisterHCL("toolong.nomad.hcl", j.hcl(s.trainer))
+	alloc = running(s.c, *job4.ID)
+	waitEvent(t, s.c, alloc.ID, `^Checkpoint warning: checkpoint timeout 11m0s is not below the client's max_kill_timeout 10m0s`, time.Minute)
+	waitLog(t, s.c, alloc.ID, `starting at step 0`, time.Minute)
+	stopJob(t, s.c, *job4.ID)
+	waitEvent(t, s.c, alloc.ID, `^Checkpoint warning: checkpoint timeout 11m0s is not below the kill_timeout 10m0s`, 10*time.Second)
+	waitEvent(t, s.c, alloc.ID, `^Checkpoint saved: `, 10*time.Second)
 
 	job3, _ := s.c.RegisterHCL("noblock.nomad.hcl", noBlockJob)
 	alloc = running(s.c, *job3.ID)
