@@ -80,15 +80,19 @@ func (cy *cycle) admitQueue(q []*Job) {
 // failed).
 type memoEntry struct {
 	acctVer, cohortVer, starveVer uint64
-	checks                        []Check
-	reason                        string
+	// cohort tells whether the outcome depends on the cohort's usage
+	// (the job needed to borrow); otherwise only the tenant's counts.
+	cohort bool
+	checks []Check
+	reason string
 }
 
 // memoChecks runs the checks of j, reusing the outcome of an equal job of
 // the same tenant when nothing it depends on changed.
 func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, cy.missing(j))
-	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.cohortVer == acct.cohort.version && m.starveVer == cy.starveVer {
+	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
+		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		return m.checks, m.reason, false
 	}
 	checks := cy.checks(j, acct)
@@ -97,7 +101,7 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 		return checks, "", true
 	}
 	reason := failed.Name + ": " + failed.Text()
-	cy.memo[key] = memoEntry{acct.version, acct.cohort.version, cy.starveVer, checks, reason}
+	cy.memo[key] = memoEntry{acct.version, acct.cohort.version, cy.starveVer, borrows(checks), checks, reason}
 	return checks, reason, false
 }
 
@@ -203,4 +207,19 @@ func admitReason(checks []Check) string {
 		parts = append(parts, c.Name+": "+c.Text())
 	}
 	return "admitted (" + strings.Join(parts, "; ") + ")"
+}
+
+// borrows tells whether a quota check needed the cohort's capacity.
+func borrows(checks []Check) bool {
+	for _, c := range checks {
+		if c.Name != "quota" {
+			continue
+		}
+		for _, a := range c.Amounts {
+			if a.Borrowable >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
