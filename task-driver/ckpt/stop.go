@@ -13,6 +13,7 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
+// realClock is the system clock.
 type realClock struct{}
 
 func (realClock) Now() time.Time                         { return time.Now() }
@@ -58,9 +59,10 @@ type stopOutcome struct {
 	Latest Latest
 	// TimedOut is set when the checkpoint wait ran out.
 	TimedOut bool
-	// KillSignalSent and Killed record the escalation steps taken.
+	// KillSignalSent is set when kill_signal went out.
 	KillSignalSent bool
-	Killed         bool
+	// Killed is set when SIGKILL went out.
+	Killed bool
 }
 
 // stopper runs the stop protocol for one task:

@@ -47,13 +47,17 @@ const (
 
 // Values of the Trigger annotation.
 const (
+	// TriggerRequested: saved during a stop, after the checkpoint signal.
 	TriggerRequested = "requested"
-	TriggerPeriodic  = "periodic"
-	TriggerResume    = "resume"
+	// TriggerPeriodic: saved by the task on its own.
+	TriggerPeriodic = "periodic"
+	// TriggerResume: the checkpoint a task started from.
+	TriggerResume = "resume"
 )
 
 // Checkpoint is a checkpoint reported by a Saved or Resume event.
 type Checkpoint struct {
+	// Path is the checkpoint path from LATEST.
 	Path string
 	// Step is -1 when LATEST named none.
 	Step int64

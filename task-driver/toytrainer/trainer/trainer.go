@@ -19,11 +19,17 @@ import (
 
 // Options shape the toy training run.
 type Options struct {
-	Steps         int64
-	StepTime      time.Duration
-	SaveEvery     int64
+	// Steps ends the run after this many steps in total (0: never).
+	Steps int64
+	// StepTime is how long one step takes.
+	StepTime time.Duration
+	// SaveEvery checkpoints every this many steps (0: only on request).
+	SaveEvery int64
+	// IgnoreSignals ignores the checkpoint signal, SIGINT and SIGTERM.
 	IgnoreSignals bool
-	KeepRunning   bool
+	// KeepRunning keeps training after a requested checkpoint.
+	KeepRunning bool
+	// ProgressEvery prints the step every this many steps (0: never).
 	ProgressEvery int64
 }
 
