@@ -1,0 +1,96 @@
+package reconcile
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/actuate"
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/metrics"
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// memJobs is an in-memory job API for the actuator.
+type memJobs struct{ jobs map[string]*api.Job }
+
+func (m *memJobs) Info(id string, q *api.QueryOptions) (*api.Job, *api.QueryMeta, error) {
+	j := *m.jobs[q.Namespace+"/"+id]
+	return &j, nil, nil
+}
+
+func (m *memJobs) RegisterOpts(j *api.Job, o *api.RegisterOptions, q *api.WriteOptions) (*api.JobRegisterResponse, *api.WriteMeta, error) {
+	next := *j.JobModifyIndex + 1
+	j.JobModifyIndex = &next
+	m.jobs[q.Namespace+"/"+*j.ID] = j
+	return &api.JobRegisterResponse{JobModifyIndex: next}, nil, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func gpuJob(id string, gpus uint64, held bool) *api.Job {
+	j := &api.Job{ID: ptr(id), Namespace: ptr("ml"), Type: ptr("batch"), Stop: ptr(held), JobModifyIndex: ptr(uint64(3)),
+		Meta: map[string]string{}, TaskGroups: []*api.TaskGroup{{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{{Name: "t",
+			Resources: &api.Resources{Devices: []*api.RequestedDevice{{Name: "gpu", Count: ptr(gpus)}}}}}}}}
+	if held {
+		j.Meta["allot.state"] = "queued"
+		j.Meta["allot.queued-at"] = "2026-01-01T00:00:00Z"
+	}
+	return j
+}
+
+func newReconciler(t *testing.T, jobs ...*api.Job) (*Reconciler, *memJobs) {
+	store := cluster.NewStore(quota.NewBook([]string{"standard"}), nil)
+	store.SetNamespaces([]*api.Namespace{{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "4"}}})
+	node := &api.Node{ID: "n1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
+		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 4096},
+			Devices: []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H200",
+				Instances: []*api.NodeDevice{{ID: "a", Healthy: true}, {ID: "b", Healthy: true}, {ID: "c", Healthy: true}, {ID: "d", Healthy: true}}}}}}
+	mem := &memJobs{jobs: map[string]*api.Job{}}
+	for _, j := range jobs {
+		mem.jobs["ml/"+*j.ID] = j
+	}
+	store.Reset(&cluster.Initial{Nodes: []*api.Node{node}, Jobs: jobs})
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC) }
+	r := &Reconciler{Store: store, Config: engine.Config{StarvationTimeout: time.Hour, Classes: map[string]engine.Class{"standard": {Priority: 50}}},
+		Metrics: metrics.New(), Log: hclog.NewNullLogger(), Now: now, Interval: time.Hour,
+		Actuator: &actuate.Actuator{Jobs: mem, Store: store, Log: hclog.NewNullLogger(), Now: now}}
+	return r, mem
+}
+
+func TestCycleAdmitsAndRecords(t *testing.T) {
+	r, mem := newReconciler(t, gpuJob("a", 2, true), gpuJob("b", 4, true))
+	p := r.Cycle(context.Background())
+	must.SliceLen(t, 1, p.Decisions)
+	must.Eq(t, "admitted", mem.jobs["ml/a"].Meta["allot.state"])
+	must.True(t, *mem.jobs["ml/b"].Stop)
+	must.Eq(t, p, r.Latest())
+	must.Eq(t, 1.0, testutil.ToFloat64(r.Metrics.AdmittedTotal.WithLabelValues("ml", "queue")))
+	must.Eq(t, 1.0, testutil.ToFloat64(r.Metrics.Pending.WithLabelValues("ml")))
+	j, _ := r.Store.Job("ml", "a")
+	must.Eq(t, engine.Admitted, j.State, must.Sprint("the store learns of the write at once"))
+	must.SliceEmpty(t, r.Cycle(context.Background()).Decisions, must.Sprint("nothing left to do"))
+}
+
+func TestReserveHoldsCapacityUntilUndone(t *testing.T) {
+	r, _ := newReconciler(t)
+	r.Cycle(context.Background())
+	job := func(id string) *engine.Job {
+		return cluster.ConvertJob(gpuJob(id, 3, false))
+	}
+	v, undo := r.Reserve(job("x"))
+	must.True(t, v.Admitted)
+	v2, _ := r.Reserve(job("y"))
+	must.False(t, v2.Admitted, must.Sprint("x's reservation counts"))
+	must.StrContains(t, v2.Reason, "needs 3 gpu; tenant ml uses 3 of quota 4")
+	must.Eq(t, 1, v2.Position)
+	undo()
+	v3, _ := r.Reserve(job("y"))
+	must.True(t, v3.Admitted, must.Sprint("undo gave the capacity back"))
+}
