@@ -39,6 +39,7 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 	t.Run("config: bad signal fails clearly, a too long checkpoint timeout warns", s.configErrors)
 	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", s.clientRestart)
 	t.Run("d: Nomad preemption evicts a ckpt job that checkpoints and later resumes", s.preemption)
+	t.Run("drain: a node drain checkpoints the task", s.drain)
 }
 
 // suite is the shared cluster of the ckpt scenarios.
@@ -244,6 +245,22 @@ func (s *suite) preemption(t *testing.T) {
 	must.NotEq(t, "", evicted.PreemptedByAllocation)
 	t.Logf("victim: %s", describe(s.c.TaskEvents(first.ID, "train")))
 	stopJob(t, s.c, *victim.ID)
+}
+
+// drain is scenario drain: draining the node runs the stop protocol too.
+func (s *suite) drain(t *testing.T) {
+	j := job("drained").trainerArgs("-step-time", "10ms", "-progress-every", "50")
+	job, _ := s.c.RegisterHCL("drained.nomad.hcl", j.hcl(s.trainer))
+	alloc := running(s.c, *job.ID)
+	waitLog(t, s.c, alloc.ID, `toytrainer: step 50\n`, time.Minute)
+	node := s.c.Client("ckpt-1").NodeID
+	_, err := s.c.API.Nodes().UpdateDrain(node, &api.DrainSpec{Deadline: time.Second}, false, nil)
+	must.NoError(t, err)
+	t.Cleanup(func() { _, _ = s.c.API.Nodes().UpdateDrain(node, nil, true, nil) })
+	saved := waitEvent(t, s.c, alloc.ID, `^Checkpoint saved: .* step \d+ \(`, time.Minute)
+	must.Eq(t, "requested", saved.Details["trigger"])
+	must.GreaterEq(t, 50, atoi(t, saved.Details["checkpoint_step"]))
+	t.Logf("drained alloc: %s", describe(s.c.TaskEvents(alloc.ID, "train")))
 }
 
 // noBlockJob has no checkpoint block: the plugin defaults apply.
