@@ -10,7 +10,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/allot-sh/allot/cli/completion"
 	"github.com/allot-sh/allot/cli/dev"
+	"github.com/allot-sh/allot/cli/internal/cmdutil"
+	"github.com/allot-sh/allot/cli/job"
+	"github.com/allot-sh/allot/cli/queue"
+	"github.com/allot-sh/allot/cli/quota"
+	"github.com/allot-sh/allot/cli/tenant"
 )
 
 // App returns allotctl with its output going to stdout and stderr.
@@ -22,8 +28,17 @@ func App(stdout, stderr io.Writer) *cli.App {
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
 		HideVersion:          true,
+		Flags:                cmdutil.GlobalFlags(),
+		// Run turns errors into exit codes; urfave's default handler
+		// would call os.Exit inside the app (and inside tests).
+		ExitErrHandler: func(*cli.Context, error) {},
 		Commands: []*cli.Command{
+			tenant.Command(),
+			quota.Command(),
+			queue.Command(),
+			job.Command(),
 			dev.Command(),
+			completion.Command(),
 		},
 	}
 }
