@@ -246,6 +246,27 @@ func TestE2E_Governor(t *testing.T) {
 		must.StrContains(t, w.Reason, "limit: needs 4 gpu; tenant team-a uses 2 of limit 4")
 	})
 
+	t.Run("a held job its user stops leaves the queue for good", func(t *testing.T) {
+		out := e.run("team-a", "a3", "v1", 3) // 2 in use + 3 > limit 4
+		must.StrContains(t, out, "is QUEUED")
+		cmd := exec.Command(e.nomad, "job", "stop", "-detach", "-namespace", "team-a", "a3")
+		cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_TOKEN=")
+		stopOut, err := cmd.CombinedOutput()
+		must.NoError(t, err, must.Sprintf("nomad job stop: %s", stopOut))
+		e.c.Eventually(30*time.Second, "a3 out of the queue", func() error {
+			j := e.job("team-a", "a3")
+			if _, queued := j.Meta["allot.state"]; queued || !*j.Stop {
+				evals, _, _ := e.c.API.Jobs().Evaluations("a3", &api.QueryOptions{Namespace: "team-a"})
+				var ev []string
+				for _, x := range evals {
+					ev = append(ev, fmt.Sprintf("%s@%d", x.TriggeredBy, x.JobModifyIndex))
+				}
+				return fmt.Errorf("a3: stop=%v version=%d meta=%v evals=%v", *j.Stop, *j.JobModifyIndex, j.Meta, ev)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a malformed quota is reported without a crash", func(t *testing.T) {
 		e.namespace("team-bad", map[string]string{"allot.quota.gpu": "lots"})
 		e.c.Eventually(30*time.Second, "tenant error reported", func() error {
@@ -266,8 +287,17 @@ func TestE2E_Governor(t *testing.T) {
 	})
 
 	t.Run("kill -9 and restart rebuilds the queue and admits once", func(t *testing.T) {
-		before, err := e.gov.Queue(context.Background())
-		must.NoError(t, err)
+		var before *gapi.Queue
+		var err error
+		e.c.Eventually(30*time.Second, "the queue to show every held job", func() error {
+			if before, err = e.gov.Queue(context.Background()); err != nil {
+				return err
+			}
+			if len(before.Jobs) != 3 {
+				return fmt.Errorf("queue %v, want direct, b2 and bad1", queueKeys(before))
+			}
+			return nil
+		})
 		e.g.Kill()
 		e.g.Start()
 		var after *gapi.Queue

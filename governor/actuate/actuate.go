@@ -110,16 +110,22 @@ func (a *Actuator) ApplyOne(ctx context.Context, d engine.Decision) (bool, error
 
 // done reports whether the job is already where the action would put it.
 func done(act engine.Action, s engine.State) bool {
-	return (act == engine.Admit && s == engine.Admitted) || (act == engine.Hold && s == engine.Queued)
+	switch act {
+	case engine.Admit:
+		return s == engine.Admitted
+	case engine.Hold:
+		return s == engine.Queued
+	}
+	return s != engine.Queued
 }
 
 // applicable reports whether the action may change a job in state s: only
 // held jobs are admitted, and a job a user stopped is never touched.
 func applicable(act engine.Action, s engine.State) bool {
-	if act == engine.Admit {
-		return s == engine.Queued
+	if act == engine.Hold {
+		return s == engine.Direct || s == engine.Admitted
 	}
-	return s == engine.Direct || s == engine.Admitted
+	return s == engine.Queued
 }
 
 // mutate sets the job contract's fields for the decision.
@@ -129,7 +135,7 @@ func (a *Actuator) mutate(job *api.Job, d engine.Decision) {
 	}
 	now := a.Now().UTC().Format(time.RFC3339Nano)
 	prio := d.Priority
-	if prio > 0 {
+	if prio > 0 && d.Action != engine.Forget {
 		job.Priority = &prio
 	}
 	switch d.Action {
@@ -137,6 +143,9 @@ func (a *Actuator) mutate(job *api.Job, d engine.Decision) {
 		job.Stop = pointer(false)
 		job.Meta[cluster.MetaState] = cluster.StateAdmitted
 		job.Meta[cluster.MetaAdmittedAt] = now
+	case engine.Forget:
+		delete(job.Meta, cluster.MetaState)
+		delete(job.Meta, cluster.MetaQueuedAt)
 	case engine.Hold:
 		job.Stop = pointer(true)
 		job.Meta[cluster.MetaState] = cluster.StateQueued

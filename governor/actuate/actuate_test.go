@@ -125,6 +125,14 @@ func TestApplyOne(t *testing.T) {
 			err:     ErrConflict,
 			check:   func(t *testing.T, f *fakeJobs) { must.Nil(t, f.written) },
 		},
+		"forget a held job its user stopped": {
+			job: held(), d: decision(engine.Forget, 7), changed: true,
+			check: func(t *testing.T, f *fakeJobs) {
+				must.True(t, *f.written.Stop)
+				must.MapEmpty(t, f.written.Meta)
+				must.Eq(t, 50, *f.written.Priority, must.Sprint("priority untouched"))
+			},
+		},
 		"a deleted job is gone": {
 			job: nil, d: decision(engine.Admit, 7), err: ErrGone,
 		},

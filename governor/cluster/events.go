@@ -123,7 +123,7 @@ func (s *Store) applyEvent(e *Event) error {
 			return orMissing(nil, "evaluation")
 		}
 		if ev.TriggeredBy == "job-deregister" {
-			s.verify[ev.Namespace+"/"+ev.JobID] = true
+			s.deregistered(ev.Namespace+"/"+ev.JobID, ev.JobModifyIndex)
 		}
 	case api.TopicAllocation:
 		if p.Allocation == nil {

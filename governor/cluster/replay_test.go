@@ -191,3 +191,26 @@ func TestNextBackoff(t *testing.T) {
 	must.Eq(t, time.Second, nextBackoff(800*time.Millisecond, false, time.Second))
 	must.Eq(t, 250*time.Millisecond, nextBackoff(time.Second, true, time.Second))
 }
+
+func TestDeregisterOfHeldJobMarksItStoppedByUser(t *testing.T) {
+	s := NewStore(nil, nil)
+	held := &api.Job{ID: pointerTo("h"), Namespace: pointerTo("ml"), Stop: pointerTo(true), JobModifyIndex: pointerTo(uint64(10)),
+		Meta: map[string]string{MetaState: StateQueued}}
+	s.Reset(&Initial{Jobs: []*api.Job{held}})
+	s.mu.Lock()
+	s.deregistered("ml/h", 9) // older than the held version: not a stop
+	s.mu.Unlock()
+	j, _ := s.Job("ml", "h")
+	must.False(t, j.StoppedByUser)
+	s.mu.Lock()
+	s.deregistered("ml/h", 10) // Nomad gives the stopped job the deregister's index
+	s.mu.Unlock()
+	j, _ = s.Job("ml", "h")
+	must.True(t, j.StoppedByUser)
+	held.JobModifyIndex = pointerTo(uint64(11)) // re-registered (edited) since
+	s.UpsertJob(held)
+	j, _ = s.Job("ml", "h")
+	must.False(t, j.StoppedByUser)
+}
+
+func pointerTo[T any](v T) *T { return &v }

@@ -35,6 +35,7 @@ type Store struct {
 	meta     map[string]map[string]string // namespace → meta
 	ckpt     map[string]time.Time         // alloc ID → last checkpoint saved
 	verify   map[string]bool              // jobs that may have been purged
+	deregAt  map[string]uint64            // job → Raft index of its latest deregister
 	index    uint64
 	synced   bool
 	nsLoaded bool
@@ -53,7 +54,7 @@ func NewStore(book *quota.Book, governs func(string) bool) *Store {
 		governs = func(string) bool { return true }
 	}
 	return &Store{nodes: map[string]*engine.Node{}, allocs: map[string]*engine.Alloc{}, jobs: map[string]*engine.Job{},
-		meta: map[string]map[string]string{}, ckpt: map[string]time.Time{}, verify: map[string]bool{}, book: book, governs: governs,
+		meta: map[string]map[string]string{}, ckpt: map[string]time.Time{}, verify: map[string]bool{}, deregAt: map[string]uint64{}, book: book, governs: governs,
 		changed: make(chan struct{}, 1)}
 }
 
@@ -125,7 +126,27 @@ func (s *Store) putJob(j *api.Job, force bool) {
 	if old, ok := s.jobs[c.Key()]; ok && !force && old.Version > c.Version {
 		return
 	}
+	c.StoppedByUser = c.State == engine.Queued && s.deregAt[c.Key()] >= c.Version
 	s.jobs[c.Key()] = c
+}
+
+// deregistered records a job-deregister evaluation at Raft index idx (the
+// index of the deregister itself). A held job deregistered at or after its
+// latest version was stopped by its user (`nomad job stop`; Nomad 1.6.1
+// gives the stopped job that same index). The governor's own holds are
+// registrations, never deregistrations. The job may also have been purged,
+// which the watcher checks.
+func (s *Store) deregistered(key string, idx uint64) {
+	s.verify[key] = true
+	if idx <= s.deregAt[key] {
+		return
+	}
+	s.deregAt[key] = idx
+	if j, ok := s.jobs[key]; ok && j.State == engine.Queued && idx >= j.Version {
+		cp := *j
+		cp.StoppedByUser = true
+		s.jobs[key] = &cp
+	}
 }
 
 // UpsertJob records a job the governor itself just wrote, so the next

@@ -27,7 +27,7 @@ func summarize(p *Plan) (admit, hold []string) {
 		if d.Action == Admit {
 			admit = append(admit, d.JobID)
 		} else {
-			hold = append(hold, d.JobID)
+			hold = append(hold, d.JobID) // hold or forget: the job stays stopped
 		}
 	}
 	sort.Strings(admit)
@@ -139,6 +139,11 @@ func TestDecideRules(t *testing.T) {
 				mkJob("ml", "old").State(Direct).Pool("gpu").Device("gpu", 6).Submitted(t0).Build(),
 				mkJob("ml", "new").State(Direct).Pool("gpu").Device("gpu", 4).Submitted(t0.Add(time.Second)).Build()),
 			want: outcome{hold: []string{"new"}, reasons: map[string]string{"new": "registered straight to Nomad over the tenant's limit: needs 4 gpu; tenant ml uses 6 of limit 8"}},
+		},
+		"a held job its user stopped leaves the queue": {
+			snap: snap([]*Tenant{ml().Build()}, []*Node{gpuNode("n1", 8)}, nil,
+				func() *Job { j := mkJob("ml", "a").Pool("gpu").Device("gpu", 1).Build(); j.StoppedByUser = true; return j }()),
+			want: outcome{hold: []string{"a"}},
 		},
 		"held jobs of a namespace no longer governed are released": {
 			snap: snap(nil, []*Node{mkNode("n1").Build()}, nil, mkJob("gone", "a").Build()),

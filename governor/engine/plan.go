@@ -14,10 +14,13 @@ const (
 	Admit Action = iota
 	// Hold stops a job and queues it: Stop=true, allot.state=queued.
 	Hold
+	// Forget takes a held job a user stopped out of the queue: it stays
+	// stopped and loses allot.state, so it is no longer held.
+	Forget
 )
 
 // String names the action.
-func (a Action) String() string { return [...]string{"admit", "hold"}[a] }
+func (a Action) String() string { return [...]string{"admit", "hold", "forget"}[a] }
 
 // Decision is one change the actuator must apply to one job.
 type Decision struct {

@@ -21,6 +21,10 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 		if j.State != Queued {
 			continue
 		}
+		if j.StoppedByUser {
+			cy.decide(j, Forget, "stopped by its user while queued: removed from the queue")
+			continue
+		}
 		e := entry{j: j, prio: cy.cfg.Classes[cy.className(j)].Priority}
 		if a := cy.accts[j.Namespace]; a != nil {
 			e.share = a.share

@@ -45,11 +45,14 @@ type Job struct {
 	// actuator writes with it as EnforceIndex.
 	Version uint64
 	// Dead tells whether Nomad reports the job dead (finished).
-	Dead        bool
-	NodePool    string
-	Datacenters []string
-	Constraints []Constraint
-	Groups      []Group
+	Dead bool
+	// StoppedByUser marks a held job that a user stopped (nomad job stop)
+	// after its latest version: it leaves the queue and never runs.
+	StoppedByUser bool
+	NodePool      string
+	Datacenters   []string
+	Constraints   []Constraint
+	Groups        []Group
 }
 
 // Key returns "namespace/id".

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/pprof"
@@ -17,9 +18,10 @@ import (
 	"github.com/allot-sh/allot/governor/metrics"
 )
 
-// Plans gives the latest plan (the reconciler).
+// Plans gives the latest plan (the reconciler); Cycle runs a fresh one.
 type Plans interface {
 	Latest() *engine.Plan
+	Cycle(ctx context.Context) *engine.Plan
 }
 
 // Visible returns the namespaces the caller's token may read (nil: all).
@@ -140,6 +142,10 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := p.Verdicts[ns+"/"+id]
+	if _, known := s.Store.Job(ns, id); v == nil && known {
+		// Submitted after the latest cycle: decide now rather than 404.
+		v = s.Plans.Cycle(r.Context()).Verdicts[ns+"/"+id]
+	}
 	if v == nil || !canSee(vis, ns) {
 		writeErr(w, http.StatusNotFound, "job "+ns+"/"+id+" is not governed by the governor (unknown job, or namespace not governed)")
 		return

@@ -20,7 +20,8 @@ import (
 
 type fixedPlan struct{ p *engine.Plan }
 
-func (f fixedPlan) Latest() *engine.Plan { return f.p }
+func (f fixedPlan) Latest() *engine.Plan               { return f.p }
+func (f fixedPlan) Cycle(context.Context) *engine.Plan { return f.p }
 
 func samplePlan() *engine.Plan {
 	queued := engine.Verdict{Namespace: "ml", JobID: "big.Job_1", Class: "standard", State: engine.Queued, Position: 1, TenantPosition: 1,
