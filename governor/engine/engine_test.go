@@ -142,7 +142,11 @@ func TestDecideRules(t *testing.T) {
 		},
 		"a held job its user stopped leaves the queue": {
 			snap: snap([]*Tenant{ml().Build()}, []*Node{gpuNode("n1", 8)}, nil,
-				func() *Job { j := mkJob("ml", "a").Pool("gpu").Device("gpu", 1).Build(); j.StoppedByUser = true; return j }()),
+				func() *Job {
+					j := mkJob("ml", "a").Pool("gpu").Device("gpu", 1).Build()
+					j.StoppedByUser = true
+					return j
+				}()),
 			want: outcome{hold: []string{"a"}},
 		},
 		"held jobs of a namespace no longer governed are released": {
