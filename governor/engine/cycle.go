@@ -31,10 +31,10 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 	cy := &cycle{
 		cfg:      cfg,
 		s:        s,
-		plan:     &Plan{Now: s.Now, Verdicts: map[string]*Verdict{}},
+		plan:     &Plan{Now: s.Now, Verdicts: make(map[string]*Verdict, len(s.Jobs))},
 		cap:      newCapacity(s.Nodes, s.Allocs, newMatcher()),
 		accts:    newAccounts(s.Tenants),
-		byJob:    map[string][]*Alloc{},
+		byJob:    make(map[string][]*Alloc, len(s.Allocs)),
 		starving: map[string]*Job{},
 		memo:     map[string]memoEntry{},
 	}

@@ -54,6 +54,7 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 // pass; the others stay queued with their first failing check as reason.
 func (cy *cycle) admitQueue(q []*Job) {
 	tenantPos := map[string]int{}
+	cy.plan.Queue = make([]Verdict, 0, len(q))
 	for _, j := range q {
 		acct := cy.accts[j.Namespace]
 		if acct == nil {
