@@ -107,5 +107,5 @@ func amount(v gq.Vector, res string) string {
 	if !ok {
 		return "-"
 	}
-	return gq.Format(res, n)
+	return cmdutil.Amount(res, n)
 }
