@@ -49,7 +49,7 @@ func TestE2EJobspecs(t *testing.T) {
 
 	// The gang job goes first: it needs 4 GPUs on each node.
 	t.Run("train-multinode: 2 workers x 4 NVSwitch GPUs on distinct hosts", func(t *testing.T) {
-		job, _ := c.RegisterHCLFile("train-multinode.nomad.hcl", vars(small, []string{"nodes=2", "gpus_per_node=4"},
+		job := register(t, c, "train-multinode.nomad.hcl", vars(small, []string{"nodes=2", "gpus_per_node=4"},
 			sh("echo rank=$NODE_RANK of $NNODES master=$MASTER_ADDR:$MASTER_PORT; exec "+trainer+" -save-every 50 -step-time 10ms"))...)
 		allocs := waitRunning(t, c, *job.ID, 2)
 		must.NotEq(t, allocs[0].NodeID, allocs[1].NodeID)
@@ -68,7 +68,7 @@ func TestE2EJobspecs(t *testing.T) {
 	})
 
 	t.Run("train-gpu: one GPU, checkpoint on stop", func(t *testing.T) {
-		job, _ := c.RegisterHCLFile("train-gpu.nomad.hcl", vars(small, []string{"command=" + trainer,
+		job := register(t, c, "train-gpu.nomad.hcl", vars(small, []string{"command=" + trainer,
 			`args=["-save-every","1000","-step-time","10ms"]`, "checkpoint_timeout=5s", "kill_timeout=8s"})...)
 		alloc := waitRunning(t, c, *job.ID, 1)[0]
 		must.Eq(t, 1, gpusOf(t, c, alloc.ID, "nvidia/gpu"))
@@ -85,14 +85,14 @@ func TestE2EJobspecs(t *testing.T) {
 	})
 
 	t.Run("train-ascend: 8 Ascend NPUs", func(t *testing.T) {
-		job, _ := c.RegisterHCLFile("train-ascend.nomad.hcl", vars(small, []string{"command=" + trainer, `args=["-step-time","10ms"]`})...)
+		job := register(t, c, "train-ascend.nomad.hcl", vars(small, []string{"command=" + trainer, `args=["-step-time","10ms"]`})...)
 		alloc := waitRunning(t, c, *job.ID, 1)[0]
 		must.Eq(t, 8, gpusOf(t, c, alloc.ID, "huawei/npu"))
 	})
 
 	httpServer := []string{"command=" + python, `args=["-m", "http.server", "--bind", "$${NOMAD_IP_http}", "$${NOMAD_PORT_http}"]`}
 	t.Run("inference: two healthy replicas on two hosts", func(t *testing.T) {
-		job, _ := c.RegisterHCLFile("inference.nomad.hcl", vars(small, httpServer, []string{"health_path=/"})...)
+		job := register(t, c, "inference.nomad.hcl", vars(small, httpServer, []string{"health_path=/"})...)
 		allocs := waitRunning(t, c, *job.ID, 2)
 		must.NotEq(t, allocs[0].NodeID, allocs[1].NodeID)
 		c.Eventually(2*time.Minute, "the deployment to succeed", func() error {
@@ -108,7 +108,7 @@ func TestE2EJobspecs(t *testing.T) {
 	})
 
 	t.Run("notebook: one GPU behind a Nomad service", func(t *testing.T) {
-		job, _ := c.RegisterHCLFile("notebook.nomad.hcl", vars(small, httpServer, []string{"owner=e2e"})...)
+		job := register(t, c, "notebook.nomad.hcl", vars(small, httpServer, []string{"owner=e2e"})...)
 		alloc := waitRunning(t, c, *job.ID, 1)[0]
 		must.Eq(t, 1, gpusOf(t, c, alloc.ID, "nvidia/gpu"))
 		c.Eventually(time.Minute, "service notebook-e2e to be registered", func() error {
@@ -131,7 +131,7 @@ func TestE2EJobspecs(t *testing.T) {
 			if strings.HasPrefix(tc.file, "preprocess") {
 				script = `echo part $PART of $PARTS gpus=$NVIDIA_VISIBLE_DEVICES`
 			}
-			job, _ := c.RegisterHCLFile(tc.file, vars(small, []string{tc.countVar}, sh(script))...)
+			job := register(t, c, tc.file, vars(small, []string{tc.countVar}, sh(script))...)
 			c.WaitForJobStatus("default", *job.ID, "dead", 2*time.Minute)
 			allocs, _, err := c.API.Jobs().Allocations(*job.ID, false, nil)
 			must.NoError(t, err)
@@ -147,6 +147,16 @@ func TestE2EJobspecs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// register parses a catalog file with vars and registers it, failing the
+// calling (sub)test on error.
+func register(t *testing.T, c *testcluster.Cluster, file string, vars ...string) *api.Job {
+	t.Helper()
+	job := parseFile(t, file, vars...)
+	_, _, err := c.API.Jobs().Register(job, nil)
+	must.NoError(t, err, must.Sprintf("registering %s", file))
+	return job
 }
 
 // devCluster starts two dev nodes with the dev inventory.
