@@ -274,3 +274,14 @@ func TestDriverSignalTaskReachesTheMainProcess(t *testing.T) {
 	must.NoError(t, h.SignalTask(task.ID, "SIGUSR2"))
 	waitFile(t, filepath.Join(dir, "usr2"))
 }
+
+func TestDriverWarnsWhenTwoTasksShareACheckpointDir(t *testing.T) {
+	h := harness(t, t.TempDir())
+	ev := subscribe(t, h)
+	first := shellTask(`exec sleep 30`).build(t, h)
+	start(t, h, first)
+	second := shellTask(`exec sleep 30`).build(t, h)
+	start(t, h, second)
+	warning := ev.next(t, "Checkpoint warning: allocation "+first.AllocID)
+	must.Eq(t, second.ID, warning.TaskID)
+}

@@ -82,6 +82,12 @@ func (d *Driver) prepareCheckpoint(cfg *drivers.TaskConfig, emit func(event)) (s
 	if err := prepareDir(dir, cfg.User); err != nil {
 		return "", nil, err
 	}
+	// Two allocations of one index can run at once (canaries, rolling
+	// updates of service jobs); they would overwrite each other's LATEST.
+	if alloc, ok := d.tasks.runningIn(dir, cfg.ID); ok {
+		emit(warningEvent("allocation %s on this node is running in the same checkpoint directory %s; "+
+			"both will replace its LATEST", alloc, dir))
+	}
 	l, err := ReadLatest(dir)
 	switch {
 	case err == nil:

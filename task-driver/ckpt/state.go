@@ -84,3 +84,16 @@ func (s *taskStore) delete(id string) {
 	defer s.mu.Unlock()
 	delete(s.tasks, id)
 }
+
+// runningIn returns the ID of a running task other than id whose
+// checkpoint directory is dir, if any.
+func (s *taskStore) runningIn(dir, id string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for other, h := range s.tasks {
+		if other != id && h.ckptDir == dir && h.IsRunning() {
+			return h.taskConfig.AllocID, true
+		}
+	}
+	return "", false
+}
