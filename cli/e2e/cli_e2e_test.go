@@ -72,6 +72,8 @@ func TestE2E_CLI(t *testing.T) {
 
 	t.Run("quickstart: nomad job run, queue, job why, tenant status", func(t *testing.T) { quickstart(t, e) })
 
+	t.Run("what Terraform writes is what the governor reads", func(t *testing.T) { terraformTenant(t, e) })
+
 	t.Run("flags win over the environment", func(t *testing.T) {
 		t.Setenv("NOMAD_ADDR", refused)
 		t.Setenv("ALLOT_ADDR", refused)
