@@ -134,6 +134,7 @@ func (s *Store) applyEvent(e *Event) error {
 		if p.Node == nil {
 			return orMissing(nil, "node")
 		}
+		s.gen++
 		if e.Type == "NodeDeregistration" {
 			delete(s.nodes, p.Node.ID)
 			return nil

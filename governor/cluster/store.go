@@ -39,9 +39,11 @@ type Store struct {
 	index    uint64
 	synced   bool
 	nsLoaded bool
-	book     *quota.Book
-	governs  func(ns string) bool
-	changed  chan struct{}
+	// gen counts changes to anything but held jobs (see Gen).
+	gen     uint64
+	book    *quota.Book
+	governs func(ns string) bool
+	changed chan struct{}
 }
 
 // NewStore returns an empty store. book receives namespace meta; governs
@@ -83,6 +85,7 @@ func (s *Store) Reset(in *Initial) {
 		s.putJob(j, true)
 	}
 	s.index, s.synced = in.Index, true
+	s.gen++
 	s.notify()
 }
 
@@ -109,6 +112,7 @@ func (s *Store) Index() uint64 {
 }
 
 func (s *Store) putAlloc(a *api.Allocation) {
+	s.gen++
 	if c := ConvertAlloc(a); c != nil {
 		s.allocs[a.ID] = c
 	} else {
@@ -127,7 +131,19 @@ func (s *Store) putJob(j *api.Job, force bool) {
 		return
 	}
 	c.StoppedByUser = c.State == engine.Queued && s.deregAt[c.Key()] >= c.Version
+	if old := s.jobs[c.Key()]; c.State != engine.Queued || (old != nil && old.State != engine.Queued) {
+		s.gen++
+	}
 	s.jobs[c.Key()] = c
+}
+
+// Gen counts changes of nodes, allocations, namespaces and jobs that are
+// not held. Held jobs hold nothing, so what the proxy accounts for a
+// submission (engine.Base) stays valid while Gen does not move.
+func (s *Store) Gen() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gen
 }
 
 // deregistered records a job-deregister evaluation at Raft index idx (the
@@ -165,6 +181,7 @@ func (s *Store) PutEngineJob(j *engine.Job) *engine.Job {
 	s.mu.Lock()
 	prev := s.jobs[j.Key()]
 	s.jobs[j.Key()] = j
+	s.gen++
 	s.mu.Unlock()
 	s.notify()
 	return prev
@@ -179,6 +196,7 @@ func (s *Store) RestoreEngineJob(key string, prev *engine.Job) {
 	} else {
 		s.jobs[key] = prev
 	}
+	s.gen++
 	s.mu.Unlock()
 	s.notify()
 }
@@ -187,6 +205,7 @@ func (s *Store) RestoreEngineJob(key string, prev *engine.Job) {
 func (s *Store) DeleteJob(ns, id string) {
 	s.mu.Lock()
 	delete(s.jobs, ns+"/"+id)
+	s.gen++
 	s.mu.Unlock()
 	s.notify()
 }
@@ -229,6 +248,7 @@ func (s *Store) SetNamespaces(nss []*api.Namespace) {
 	}
 	s.book.Retain(keep)
 	s.nsLoaded = true
+	s.gen++
 	s.mu.Unlock()
 	s.notify()
 }

@@ -18,6 +18,8 @@ type cycle struct {
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
 	memo      map[string]memoEntry
+	// last is what the latest successful checks reserved.
+	last admission
 }
 
 // Decide runs one admission cycle over snapshot s. It is pure and
@@ -28,6 +30,25 @@ type cycle struct {
 // push their tenant over a limit, order the queue, then admit queued jobs
 // one by one while every check passes.
 func Decide(cfg Config, s *Snapshot) *Plan {
+	cy := newCycle(cfg, s)
+	jobs := sortedJobs(s.Jobs)
+	cy.prepare(jobs)
+	cy.admitQueue(cy.queue(jobs))
+	cy.finish()
+	cy.plan.Starving = map[string]string{}
+	for pool, j := range cy.starving {
+		cy.plan.Starving[pool] = j.Key()
+	}
+	return cy.plan
+}
+
+// admission is what the latest successful checks reserved.
+type admission struct {
+	takes []take
+	use   quota.Vector
+}
+
+func newCycle(cfg Config, s *Snapshot) *cycle {
 	cy := &cycle{
 		cfg:      cfg,
 		s:        s,
@@ -44,17 +65,15 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 			acct.usage.Add(allocVector(a))
 		}
 	}
-	jobs := sortedJobs(s.Jobs)
+	return cy
+}
+
+// prepare accounts what runs: reservations of admitted and direct jobs,
+// holds of direct jobs over a limit, and the tenants' shares.
+func (cy *cycle) prepare(jobs []*Job) {
 	cy.reserveRunning(jobs)
 	cy.holdDirectOverLimit(jobs)
 	cy.shares()
-	cy.admitQueue(cy.queue(jobs))
-	cy.finish()
-	cy.plan.Starving = map[string]string{}
-	for pool, j := range cy.starving {
-		cy.plan.Starving[pool] = j.Key()
-	}
-	return cy.plan
 }
 
 // sortedJobs returns the jobs ordered by namespace and ID.

@@ -125,3 +125,25 @@ func TestQueuePosition(t *testing.T) {
 	must.Eq(t, 2, all, must.Sprint("behind the older high job only"))
 	must.Eq(t, 1, ten)
 }
+
+func TestBaseDecidesLikeACycle(t *testing.T) {
+	tenants := []*Tenant{mkTenant("ml").Quota("gpu", 8).Limit("gpu", 8).Build()}
+	nodes := []*Node{gpuNode("n1", 8)}
+	running := mkJob("ml", "run").State(Admitted).Pool("gpu").Device("gpu", 6).Build()
+	queued := mkJob("ml", "q").Pool("gpu").Device("gpu", 8).Build()
+	b := Prepare(testConfig(), snap(tenants, nodes, nil, running, queued))
+
+	small := mkJob("ml", "small").Pool("gpu").Device("gpu", 2).Build()
+	v := b.Decide(small, false)
+	must.Eq(t, Admitted, v.State)
+	must.Eq(t, Admitted, b.Decide(small, false).State, must.Sprint("without commit nothing is kept"))
+	p := Decide(testConfig(), snap(tenants, nodes, nil, running, small))
+	_, admitted := p.Decision("ml", "small")
+	must.True(t, admitted, must.Sprint("a cycle agrees"))
+
+	must.Eq(t, Admitted, b.Decide(small, true).State)
+	other := mkJob("ml", "other").Pool("gpu").Device("gpu", 1).Build()
+	v = b.Decide(other, false)
+	must.Eq(t, Queued, v.State, must.Sprint("the committed job holds its GPUs"))
+	must.Eq(t, "limit: needs 1 gpu; tenant ml uses 8 of limit 8", v.Reason)
+}

@@ -138,6 +138,7 @@ func (cy *cycle) checks(j *Job, acct *account) []Check {
 		return trim(checks)
 	}
 	acct.use(full)
+	cy.last = admission{takes: fit.takes, use: full}
 	return append(checks, Check{Name: "fit", OK: true, Detail: fmt.Sprintf("all %d allocations fit on free capacity", len(fit.takes))})
 }
 

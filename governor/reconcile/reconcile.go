@@ -32,9 +32,14 @@ type Reconciler struct {
 	MinGap time.Duration
 
 	// mu serializes cycles and proxy admissions.
-	mu     sync.Mutex
-	latest *engine.Plan
-	plMu   sync.RWMutex
+	mu sync.Mutex
+	// base is the accounted state proxy admissions are decided against,
+	// valid while the store's Gen is baseGen and for at most baseTTL.
+	base    *engine.Base
+	baseGen uint64
+	baseAt  time.Time
+	latest  *engine.Plan
+	plMu    sync.RWMutex
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
@@ -142,14 +147,25 @@ type Verdict struct {
 func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v := r.evaluate(j)
+	v := r.evaluate(j, true)
 	if !v.Admitted {
 		return v, func() {}
 	}
 	held := *j
 	held.State = engine.Admitted
+	gen := r.Store.Gen()
 	prev := r.Store.PutEngineJob(&held)
-	return v, func() { r.Store.RestoreEngineJob(held.Key(), prev) }
+	if r.base != nil && r.Store.Gen() == gen+1 {
+		r.baseGen = gen + 1 // the base already holds this job's usage
+	} else {
+		r.base = nil // something else changed meanwhile
+	}
+	return v, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.base = nil
+		r.Store.RestoreEngineJob(held.Key(), prev)
+	}
 }
 
 // Evaluate decides about a job like Reserve but reserves nothing (plan
@@ -157,34 +173,43 @@ func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 func (r *Reconciler) Evaluate(j *engine.Job) Verdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.evaluate(j)
+	return r.evaluate(j, false)
 }
 
-func (r *Reconciler) evaluate(j *engine.Job) Verdict {
+// baseTTL bounds how long an accounted base is reused: the clock matters
+// to the engine only through queue times, but a bound keeps it honest.
+const baseTTL = time.Second
+
+// evaluate decides j against the cached base, rebuilding it when the
+// store changed; with commit an admitted job stays in the base. An update
+// of a job that is not held is decided against a one-off base without the
+// job's old version, and the cache is dropped.
+func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 	now := r.Now()
-	snap := r.Store.Snapshot(now)
 	if j.QueuedAt.IsZero() {
 		j.QueuedAt = now
 	}
 	j.State = engine.Queued
-	jobs := snap.Jobs[:0:0]
-	for _, o := range snap.Jobs {
-		if o.State != engine.Queued && o.Key() != j.Key() {
-			jobs = append(jobs, o)
+	if old, ok := r.Store.Job(j.Namespace, j.ID); ok && old.State != engine.Queued {
+		r.base = nil
+		snap := r.Store.Snapshot(now)
+		jobs := snap.Jobs[:0:0]
+		for _, o := range snap.Jobs {
+			if o.Key() != j.Key() {
+				jobs = append(jobs, o)
+			}
 		}
+		snap.Jobs = jobs
+		return r.verdictOf(engine.Prepare(r.Config, snap).Decide(j, false), j)
 	}
-	snap.Jobs = append(jobs, j)
-	return r.verdictOf(engine.Decide(r.Config, snap), j)
+	if gen := r.Store.Gen(); r.base == nil || gen != r.baseGen || now.Sub(r.baseAt) > baseTTL {
+		r.base, r.baseGen, r.baseAt = engine.Prepare(r.Config, r.Store.Snapshot(now)), gen, now
+	}
+	return r.verdictOf(r.base.Decide(j, commit), j)
 }
 
-func (r *Reconciler) verdictOf(plan *engine.Plan, j *engine.Job) Verdict {
-	v := Verdict{}
-	if pv := plan.Verdicts[j.Key()]; pv != nil {
-		v.Reason, v.Class = pv.Reason, pv.Class
-	}
-	if d, ok := plan.Decision(j.Namespace, j.ID); ok && d.Action == engine.Admit {
-		v.Admitted, v.Reason, v.Class = true, d.Reason, d.Class
-	}
+func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
+	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted}
 	latest := r.Latest()
 	if latest != nil && v.Admitted {
 		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() {
