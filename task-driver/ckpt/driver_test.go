@@ -18,11 +18,12 @@ import (
 )
 
 // trapScript is a task that, on the checkpoint signal, writes a checkpoint
-// of step 42, replaces LATEST atomically and exits. It records its env.
+// of step 42, replaces LATEST atomically and exits. It records its env once
+// the trap is installed, so the env file also says it is ready.
 const trapScript = `
 d="$ALLOT_CHECKPOINT_DIR"
-echo "resume=$ALLOT_RESUME_FROM step=$ALLOT_RESUME_STEP sig=$ALLOT_CHECKPOINT_SIGNAL" > "$d/env-$NOMAD_ALLOC_ID.txt"
 trap 'echo 42 > "$d/ck-42"; printf "%s\n42\n" "$d/ck-42" > "$d/LATEST.tmp"; mv "$d/LATEST.tmp" "$d/LATEST"; exit 0' USR1
+echo "resume=$ALLOT_RESUME_FROM step=$ALLOT_RESUME_STEP sig=$ALLOT_CHECKPOINT_SIGNAL" > "$d/env-$NOMAD_ALLOC_ID.txt"
 while :; do sleep 0.05; done
 `
 
@@ -154,6 +155,7 @@ func TestDriverRecoverTaskReattaches(t *testing.T) {
 	first := harness(t, root)
 	task := shellTask(trapScript).build(t, first)
 	handle := start(t, first, task)
+	waitFile(t, filepath.Join(root, "default", "train", "web", "0", "train", "env-"+task.AllocID+".txt"))
 
 	// A second driver instance, as after a plugin or client restart,
 	// recovers the task from the handle the client persisted.
