@@ -191,7 +191,9 @@ func start(t *testing.T, h *dtestutil.DriverHarness, task *drivers.TaskConfig) *
 	t.Helper()
 	handle, _, err := h.StartTask(task)
 	must.NoError(t, err)
-	t.Cleanup(func() { _ = h.DestroyTask(task.ID, true) })
+	// In process, not over gRPC: an alloc dir cleanup that ran earlier may
+	// have closed the harness connection already.
+	t.Cleanup(func() { _ = h.Impl().DestroyTask(task.ID, true) })
 	must.NoError(t, h.WaitUntilStarted(task.ID, 10*time.Second))
 	return handle
 }
