@@ -75,6 +75,7 @@ func (s *Store) Reset(in *Initial) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodes, s.allocs, s.jobs = map[string]*engine.Node{}, map[string]*engine.Alloc{}, map[string]*engine.Job{}
+	s.ckpt = map[string]time.Time{}
 	for _, n := range in.Nodes {
 		s.nodes[n.ID] = ConvertNode(n)
 	}
@@ -117,6 +118,8 @@ func (s *Store) putAlloc(a *api.Allocation) {
 		s.allocs[a.ID] = c
 	} else {
 		delete(s.allocs, a.ID)
+		delete(s.ckpt, a.ID) // only running work needs its checkpoint age
+		return
 	}
 	if at, ok := lastCheckpoint(a); ok {
 		s.ckpt[a.ID] = at
