@@ -334,6 +334,22 @@ func TestE2E_GovernorPassthrough(t *testing.T) {
 	must.NoError(t, err, must.Sprintf("nomad alloc exec: %s", out))
 	must.StrContains(t, string(out), "through-the-proxy")
 
+	t.Run("a dispatch over the limit is refused with the reason", func(t *testing.T) {
+		src := strings.Replace(fmt.Sprintf(jobTmpl, "param", "team-a", "v1", 4), `type      = "batch"`,
+			"type      = \"batch\"\n  parameterized {}", 1)
+		p := filepath.Join(e.dir, "param.nomad.hcl")
+		must.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+		e.nomadCLI(t, "job", "run", "-detach", p)
+		cmd := exec.Command(e.nomad, "job", "dispatch", "-detach", "-namespace", "team-a", "param")
+		cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=")
+		out, err := cmd.CombinedOutput()
+		must.Error(t, err, must.Sprintf("dispatch should be refused: %s", out))
+		must.StrContains(t, string(out), "limit: needs 4 gpu; tenant team-a uses 1 of limit 4")
+		list, _, err := e.c.API.Jobs().List(&api.QueryOptions{Namespace: "team-a", Prefix: "param/dispatch-"})
+		must.NoError(t, err)
+		must.SliceEmpty(t, list, must.Sprint("no child was created"))
+	})
+
 	hc := &http.Client{Timeout: 30 * time.Second}
 	resp, err := hc.Get(e.g.Addr + "/v1/event/stream?topic=Job:*&namespace=*&index=1")
 	must.NoError(t, err)
@@ -348,6 +364,16 @@ func TestE2E_GovernorPassthrough(t *testing.T) {
 		must.StrContains(t, line, `"Topic":"Job"`)
 		break
 	}
+}
+
+// nomadCLI runs the nomad CLI against the governor and returns its output.
+func (e *env) nomadCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(e.nomad, args...)
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_TOKEN=", "NOMAD_NAMESPACE=")
+	out, err := cmd.CombinedOutput()
+	must.NoError(t, err, must.Sprintf("nomad %v: %s", args, out))
+	return string(out)
 }
 
 func queueKeys(q *gapi.Queue) []string {

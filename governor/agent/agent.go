@@ -40,9 +40,9 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	store := cluster.NewStore(book, cfg.GovernsNamespace)
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
+	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Log: log.Named("actuate"), Now: time.Now}
 	rec := &reconcile.Reconciler{Store: store, Config: EngineConfig(cfg), Metrics: m, Log: log.Named("reconcile"),
-		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond,
-		Actuator: &actuate.Actuator{Jobs: client.Jobs(), Store: store, Log: log.Named("actuate"), Now: time.Now}}
+		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond, Actuator: act}
 	governed := func(ns string) bool {
 		_, ok := book.Get(ns)
 		return ok && cfg.GovernsNamespace(ns)

@@ -51,6 +51,7 @@ func ConvertJob(j *api.Job) *engine.Job {
 		State:       JobState(j),
 		Version:     u64(j.JobModifyIndex),
 		Dead:        j.Status != nil && *j.Status == "dead",
+		Dispatched:  j.Dispatched,
 		NodePool:    str(j.NodePool, ""),
 		Datacenters: j.Datacenters,
 		Constraints: constraints(j.Constraints),

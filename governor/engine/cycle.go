@@ -139,7 +139,7 @@ func (cy *cycle) reserveRunning(jobs []*Job) {
 func (cy *cycle) holdDirectOverLimit(jobs []*Job) {
 	direct := make([]*Job, 0)
 	for _, j := range jobs {
-		if j.State == Direct && cy.accts[j.Namespace] != nil {
+		if j.State == Direct && !j.Dispatched && cy.accts[j.Namespace] != nil {
 			direct = append(direct, j)
 		}
 	}

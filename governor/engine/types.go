@@ -46,6 +46,9 @@ type Job struct {
 	Version uint64
 	// Dead tells whether Nomad reports the job dead (finished).
 	Dead bool
+	// Dispatched marks a child of a parameterized job; Nomad 1.6.1 cannot
+	// update it through its HTTP API, so the governor never holds it.
+	Dispatched bool
 	// StoppedByUser marks a held job that a user stopped (nomad job stop)
 	// after its latest version: it leaves the queue and never runs.
 	StoppedByUser bool

@@ -29,6 +29,8 @@ type fakeNomad struct {
 	bodies map[string][]byte
 	tokens []string
 	status int
+	// jobJSON answers GET /v1/job/<id> when set.
+	jobJSON string
 }
 
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,11 +43,15 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case status != 0:
 		http.Error(w, "Permission denied", status)
+	case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/v1/job/") && f.jobJSON != "":
+		_, _ = io.WriteString(w, f.jobJSON)
 	case r.URL.Path == "/v1/event/stream":
 		fl := w.(http.Flusher)
 		_, _ = io.WriteString(w, "{\"Index\":1,\"Events\":[]}\n")
 		fl.Flush()
 		<-r.Context().Done()
+	case strings.HasSuffix(r.URL.Path, "/dispatch"):
+		_, _ = io.WriteString(w, `{"DispatchedJobID":"param/dispatch-1","EvalID":"e2","JobCreateIndex":50}`)
 	case strings.HasSuffix(r.URL.Path, "/plan"):
 		_, _ = io.WriteString(w, `{"Diff":null,"Warnings":"nomad says hi"}`)
 	case r.Method == "PUT" || r.Method == "POST":
@@ -82,11 +88,12 @@ func newFixture(t *testing.T, ready bool) *fixture {
 	rec := &reconcile.Reconciler{Store: store, Now: time.Now, Log: hclog.NewNullLogger(), Config: engine.Config{
 		StarvationTimeout: time.Minute, Classes: map[string]engine.Class{"standard": {Priority: 50}, "high": {Priority: 70}}}}
 	target, _ := url.Parse(nomad.URL)
+	f := &fixture{nomad: fn, store: store}
 	p := New(Options{Target: target, Reconciler: rec, Store: store, Log: hclog.NewNullLogger(),
 		Governed: func(ns string) bool { _, ok := book.Get(ns); return ok }})
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return &fixture{nomad: fn, srv: srv, store: store}
+	f.srv = httptest.NewServer(p)
+	t.Cleanup(f.srv.Close)
+	return f
 }
 
 func gpuNode() *api.Node {
@@ -227,4 +234,38 @@ func TestEventStreamIsStreamed(t *testing.T) {
 	line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
 	must.NoError(t, err)
 	must.True(t, bytes.Contains(line, []byte(`"Index":1`)))
+}
+
+func paramJob(gpus uint64) *api.Job {
+	return &api.Job{ID: pointer("param"), Namespace: pointer("ml"), NodePool: pointer("gpu"), JobModifyIndex: pointer(uint64(5)),
+		ParameterizedJob: &api.ParameterizedJobConfig{}, TaskGroups: []*api.TaskGroup{{Name: pointer("g"), Count: pointer(1),
+			Tasks: []*api.Task{{Name: "t", Resources: &api.Resources{Devices: []*api.RequestedDevice{{Name: "gpu", Count: pointer(gpus)}}}}}}}}
+}
+
+func TestDispatchOverTheLimitIsRefused(t *testing.T) {
+	f := newFixture(t, true)
+	f.store.UpsertJob(paramJob(4))
+	status, out := put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{"Meta":{}}`)
+	must.Eq(t, 409, status)
+	must.StrContains(t, out["raw"].(string), "dispatching ml/param is not admitted now")
+	must.StrContains(t, out["raw"].(string), "limit: needs 4 gpu; tenant ml uses 2 of limit 4")
+	must.Nil(t, f.nomad.body("PUT /v1/job/param/dispatch"), must.Sprint("nothing reached Nomad"))
+}
+
+func TestDispatchReadsAParentTheStoreDoesNotKnowYet(t *testing.T) {
+	f := newFixture(t, true)
+	f.nomad.jobJSON = `{"ID":"param","Namespace":"ml","NodePool":"gpu","JobModifyIndex":5,"ParameterizedJob":{},
+"TaskGroups":[{"Name":"g","Count":1,"Tasks":[{"Name":"t","Resources":{"Devices":[{"Name":"gpu","Count":4}]}}]}]}`
+	status, out := put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{}`)
+	must.Eq(t, 409, status, must.Sprint(out))
+	must.Eq(t, []string{"caller-secret"}, f.nomad.tokens, must.Sprint("the parent was read with the caller's token"))
+}
+
+func TestDispatchThatFitsIsForwarded(t *testing.T) {
+	f := newFixture(t, true)
+	f.store.UpsertJob(paramJob(1))
+	status, out := put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{}`)
+	must.Eq(t, 200, status)
+	must.Eq(t, "param/dispatch-1", out["DispatchedJobID"].(string))
+	must.Eq(t, []string{"caller-secret"}, f.nomad.tokens)
 }
