@@ -113,7 +113,7 @@ func done(act engine.Action, s engine.State) bool {
 	switch act {
 	case engine.Admit:
 		return s == engine.Admitted
-	case engine.Hold:
+	case engine.Hold, engine.Requeue:
 		return s == engine.Queued
 	}
 	return s != engine.Queued
@@ -122,7 +122,7 @@ func done(act engine.Action, s engine.State) bool {
 // applicable reports whether the action may change a job in state s: only
 // held jobs are admitted, and a job a user stopped is never touched.
 func applicable(act engine.Action, s engine.State) bool {
-	if act == engine.Hold {
+	if act == engine.Hold || act == engine.Requeue {
 		return s == engine.Direct || s == engine.Admitted
 	}
 	return s == engine.Queued
@@ -155,6 +155,27 @@ func (a *Actuator) mutate(job *api.Job, d engine.Decision) {
 		if _, ok := job.Meta[cluster.MetaRequeues]; !ok {
 			job.Meta[cluster.MetaRequeues] = strconv.Itoa(0)
 		}
+	case engine.Requeue:
+		requeue(job, d, now)
+	}
+}
+
+// requeue stops a running job and queues it again: its original
+// queued-at stays (it keeps its place), allot.requeues grows by one, and
+// the time and preemptor are recorded for back-off and loop prevention.
+func requeue(job *api.Job, d engine.Decision, now string) {
+	job.Stop = pointer(true)
+	job.Meta[cluster.MetaState] = cluster.StateQueued
+	if _, ok := cluster.QueuedAt(job); !ok {
+		job.Meta[cluster.MetaQueuedAt] = d.QueuedAt.UTC().Format(time.RFC3339Nano)
+	}
+	n, _ := strconv.Atoi(job.Meta[cluster.MetaRequeues]) // malformed counts as 0
+	job.Meta[cluster.MetaRequeues] = strconv.Itoa(n + 1)
+	job.Meta[cluster.MetaRequeuedAt] = now
+	if d.Preemptor != "" {
+		job.Meta[cluster.MetaPreemptedBy] = d.Preemptor
+	} else {
+		delete(job.Meta, cluster.MetaPreemptedBy)
 	}
 }
 

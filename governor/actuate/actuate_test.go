@@ -81,6 +81,12 @@ func decision(act engine.Action, version uint64) engine.Decision {
 		QueuedAt: now.Add(-time.Minute), Reason: "test"}
 }
 
+func requeueDecision(version uint64, preemptor string) engine.Decision {
+	d := decision(engine.Requeue, version)
+	d.Preemptor, d.Cause = preemptor, engine.CauseReclaim
+	return d
+}
+
 func TestApplyOne(t *testing.T) {
 	cases := map[string]struct {
 		job     *api.Job
@@ -132,6 +138,36 @@ func TestApplyOne(t *testing.T) {
 				must.MapEmpty(t, f.written.Meta)
 				must.Eq(t, 50, *f.written.Priority, must.Sprint("priority untouched"))
 			},
+		},
+		"requeue a preemption victim": {
+			job: mkJob(false, map[string]string{"allot.state": "admitted", "allot.queued-at": "2026-01-01T11:00:00Z",
+				"allot.admitted-at": "2026-01-01T11:30:00Z", "allot.requeues": "1"}, 5),
+			d: requeueDecision(5, "ml/boss"), changed: true,
+			check: func(t *testing.T, f *fakeJobs) {
+				must.Eq(t, []*api.RegisterOptions{{EnforceIndex: true, ModifyIndex: 5}}, f.writes)
+				must.True(t, *f.written.Stop)
+				must.Eq(t, map[string]string{"allot.state": "queued", "allot.queued-at": "2026-01-01T11:00:00Z",
+					"allot.admitted-at": "2026-01-01T11:30:00Z", "allot.requeues": "2",
+					"allot.requeued-at": "2026-01-01T12:00:00Z", "allot.preempted-by": "ml/boss"}, f.written.Meta)
+			},
+		},
+		"requeue of a gang timeout counts from a malformed count and clears the preemptor": {
+			job: mkJob(false, map[string]string{"allot.state": "admitted", "allot.requeues": "x", "allot.preempted-by": "ml/old"}, 5),
+			d:   requeueDecision(5, ""), changed: true,
+			check: func(t *testing.T, f *fakeJobs) {
+				must.Eq(t, "1", f.written.Meta["allot.requeues"])
+				must.Eq(t, "2026-01-01T11:59:00Z", f.written.Meta["allot.queued-at"])
+				_, has := f.written.Meta["allot.preempted-by"]
+				must.False(t, has)
+			},
+		},
+		"a requeue never restarts or touches a job the user stopped": {
+			job: mkJob(true, nil, 5), d: requeueDecision(5, "ml/boss"), err: ErrConflict,
+			check: func(t *testing.T, f *fakeJobs) { must.SliceEmpty(t, f.writes) },
+		},
+		"a requeue of a job changed since the decision conflicts": {
+			job: mkJob(false, map[string]string{"allot.state": "admitted"}, 6), d: requeueDecision(5, "ml/boss"), err: ErrConflict,
+			check: func(t *testing.T, f *fakeJobs) { must.SliceEmpty(t, f.writes) },
 		},
 		"a deleted job is gone": {
 			job: nil, d: decision(engine.Admit, 7), err: ErrGone,

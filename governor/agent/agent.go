@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	px := proxy.New(proxy.Options{Target: target, Transport: hc.Transport, Reconciler: rec, Store: store,
 		Governed: governed, Log: log.Named("proxy"), Metrics: m})
 	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"),
-		Visible: server.NomadVisible(target, hc), Debug: cfg.EnableDebug}
+		Visible: server.NomadVisible(target, hc), Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -80,7 +80,9 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 
 // EngineConfig maps the configuration onto the engine's.
 func EngineConfig(cfg config.Config) engine.Config {
-	ec := engine.Config{StarvationTimeout: cfg.StarvationTimeout, Classes: map[string]engine.Class{}}
+	ec := engine.Config{StarvationTimeout: cfg.StarvationTimeout, Classes: map[string]engine.Class{},
+		DisablePreemption: cfg.DisablePreemption, BackoffBase: cfg.BackoffBase, BackoffCap: cfg.BackoffCap,
+		GangTimeout: cfg.GangTimeout}
 	for name, c := range cfg.Classes {
 		ec.Classes[name] = engine.Class{Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted}
 	}

@@ -42,6 +42,18 @@ func (c *Client) Why(ctx context.Context, ns, id string) (*Why, error) {
 	return &out, c.get(ctx, "/allot/v1/jobs/"+url.PathEscape(ns)+"/"+url.PathEscape(id)+"/why", &out)
 }
 
+// Classes lists the priority classes, highest priority first.
+func (c *Client) Classes(ctx context.Context) (*ClassList, error) {
+	var out ClassList
+	return &out, c.get(ctx, "/allot/v1/classes", &out)
+}
+
+// Decisions lists recent preemptions, requeues and holds, newest first.
+func (c *Client) Decisions(ctx context.Context) (*DecisionList, error) {
+	var out DecisionList
+	return &out, c.get(ctx, "/allot/v1/decisions", &out)
+}
+
 // Healthy returns nil when the governor reports itself healthy.
 func (c *Client) Healthy(ctx context.Context) error {
 	var out map[string]string

@@ -75,3 +75,53 @@ type Why struct {
 type Error struct {
 	Error string
 }
+
+// Class is one priority class of the governor's configuration.
+type Class struct {
+	Name     string
+	Priority int
+	// Preemptible classes may lose their jobs to reclaim or to a higher
+	// class of the same tenant.
+	Preemptible bool
+	// Restricted classes are only for tenants whose allot.classes names
+	// them.
+	Restricted bool
+}
+
+// ClassList is the response of GET /allot/v1/classes, by priority
+// (highest first).
+type ClassList struct {
+	Classes []Class
+}
+
+// Victim is one job a preemption stopped and requeued.
+type Victim struct {
+	Namespace string
+	JobID     string
+	Class     string
+	// LostWorkSeconds sums, over the victim's allocations, the time since
+	// their last checkpoint (or start).
+	LostWorkSeconds float64
+}
+
+// Decision is one recorded preemption, requeue or hold.
+type Decision struct {
+	Time time.Time
+	// Kind is preemption, requeue (gang timeout) or hold (a job
+	// registered straight to Nomad over its tenant's limit).
+	Kind string
+	// Namespace and JobID name the preemptor (preemption) or the job
+	// requeued or held.
+	Namespace string
+	JobID     string
+	Class     string
+	// Cause is reclaim, priority, gang-timeout or over-limit.
+	Cause   string
+	Reason  string
+	Victims []Victim `json:",omitempty"`
+}
+
+// DecisionList is the response of GET /allot/v1/decisions, newest first.
+type DecisionList struct {
+	Decisions []Decision
+}

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -16,6 +18,11 @@ const (
 	MetaQueuedAt   = "allot.queued-at"
 	MetaAdmittedAt = "allot.admitted-at"
 	MetaRequeues   = "allot.requeues"
+	// MetaRequeuedAt and MetaPreemptedBy extend the job contract for
+	// preemption: when the job was last requeued (its back-off counts
+	// from it) and which job's preemption requeued it.
+	MetaRequeuedAt  = "allot.requeued-at"
+	MetaPreemptedBy = "allot.preempted-by"
 	StateQueued    = "queued"
 	StateAdmitted  = "admitted"
 )
@@ -64,10 +71,27 @@ func ConvertJob(j *api.Job) *engine.Job {
 	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaQueuedAt]); err == nil {
 		out.QueuedAt = t
 	}
+	convertRequeue(j, out)
 	for _, tg := range j.TaskGroups {
 		out.Groups = append(out.Groups, convertGroup(tg))
 	}
 	return out
+}
+
+// convertRequeue reads the admission and requeue meta; malformed values
+// count as absent (zero requeues, no back-off).
+func convertRequeue(j *api.Job, out *engine.Job) {
+	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaAdmittedAt]); err == nil {
+		out.AdmittedAt = t
+	}
+	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaRequeuedAt]); err == nil {
+		out.RequeuedAt = t
+	}
+	if n, err := strconv.Atoi(j.Meta[MetaRequeues]); err == nil && n > 0 {
+		out.Requeues = n
+	}
+	out.PreemptedBy = j.Meta[MetaPreemptedBy]
+	out.NoGang = strings.EqualFold(strings.TrimSpace(j.Meta[MetaGang]), "false")
 }
 
 // QueuedAt returns a job's allot.queued-at, if it is set and valid.
@@ -110,7 +134,9 @@ func ConvertAlloc(a *api.Allocation) *engine.Alloc {
 		return nil
 	}
 	out := &engine.Alloc{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, Group: a.TaskGroup, NodeID: a.NodeID,
-		Live: !terminal(a.ClientStatus), Devices: map[string]int{}}
+		Live: !terminal(a.ClientStatus), Devices: map[string]int{},
+		Started: a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusComplete}
+	out.StartedAt = tasksStarted(a)
 	if ar := a.AllocatedResources; ar != nil {
 		for _, t := range ar.Tasks {
 			out.CPU += t.Cpu.CpuShares
@@ -121,6 +147,19 @@ func ConvertAlloc(a *api.Allocation) *engine.Alloc {
 		}
 	}
 	return out
+}
+
+// tasksStarted is when the allocation's first task started (zero before
+// any did): work since then is what a preemption loses when the task
+// never checkpointed.
+func tasksStarted(a *api.Allocation) time.Time {
+	var first time.Time
+	for _, ts := range a.TaskStates {
+		if ts != nil && !ts.StartedAt.IsZero() && (first.IsZero() || ts.StartedAt.Before(first)) {
+			first = ts.StartedAt
+		}
+	}
+	return first.UTC()
 }
 
 func terminal(status string) bool {

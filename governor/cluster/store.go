@@ -121,9 +121,11 @@ func (s *Store) putAlloc(a *api.Allocation) {
 		delete(s.ckpt, a.ID) // only running work needs its checkpoint age
 		return
 	}
-	if at, ok := lastCheckpoint(a); ok {
+	if at, ok := lastCheckpoint(a); ok && at.After(s.ckpt[a.ID]) {
 		s.ckpt[a.ID] = at
 	}
+	// The engine weighs preemption victims by the work they lose.
+	s.allocs[a.ID].LastCheckpoint = s.ckpt[a.ID]
 }
 
 // putJob stores a job unless the store holds a newer version of it (force

@@ -34,8 +34,15 @@ type Config struct {
 	// passed by smaller jobs.
 	StarvationTimeout time.Duration
 	// GangTimeout bounds how long an admitted job may wait for all its
-	// allocations to run (used by issue 6's requeue).
+	// allocations to start before it is held and requeued.
 	GangTimeout time.Duration
+	// BackoffBase and BackoffCap bound how long a requeued (preempted or
+	// timed-out) job waits before it may be admitted again:
+	// base·2^(requeues-1), at most cap.
+	BackoffBase time.Duration
+	BackoffCap  time.Duration
+	// DisablePreemption turns reclaim and within-tenant preemption off.
+	DisablePreemption bool
 	// CycleInterval is the period of the reconcile cycle when no event
 	// triggers one earlier.
 	CycleInterval time.Duration
@@ -82,6 +89,8 @@ func Default() Config {
 		},
 		StarvationTimeout: 10 * time.Minute,
 		GangTimeout:       10 * time.Minute,
+		BackoffBase:       30 * time.Second,
+		BackoffCap:        10 * time.Minute,
 		CycleInterval:     5 * time.Second,
 		ResyncBackoffMax:  30 * time.Second,
 	}
@@ -131,10 +140,14 @@ func (c *Config) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,
+		"backoff_base": c.BackoffBase, "backoff_cap": c.BackoffCap,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
 		}
+	}
+	if c.BackoffCap < c.BackoffBase {
+		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))
 	}
 	sortErrs(errs)
 	return errors.Join(errs...)

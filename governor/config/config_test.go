@@ -28,6 +28,9 @@ func TestDefaults(t *testing.T) {
 	must.Eq(t, Class{Priority: 10, Preemptible: true}, c.Classes["best-effort"])
 	must.Eq(t, []string{"best-effort", "high", "low", "production", "standard"}, c.ClassNames())
 	must.Eq(t, 10*time.Minute, c.StarvationTimeout)
+	must.Eq(t, 30*time.Second, c.BackoffBase)
+	must.Eq(t, 10*time.Minute, c.BackoffCap)
+	must.False(t, c.DisablePreemption)
 	must.True(t, c.GovernsNamespace("anything"))
 }
 
@@ -36,6 +39,10 @@ func TestFileAndFlags(t *testing.T) {
 listen = "127.0.0.1:9999"
 governed_namespaces = ["ml-*"]
 starvation_timeout = "2m"
+backoff_base = "5s"
+backoff_cap = "1m"
+gang_timeout = "90s"
+disable_preemption = true
 nomad {
   address = "http://127.0.0.1:1111"
   token   = "file-token"
@@ -54,6 +61,10 @@ class "urgent" {
 	must.Eq(t, "http://127.0.0.1:3333", c.Nomad.Address, must.Sprint("flag wins over file and env"))
 	must.Eq(t, "file-token", c.Nomad.Token, must.Sprint("file wins over env"))
 	must.Eq(t, 2*time.Minute, c.StarvationTimeout)
+	must.Eq(t, 5*time.Second, c.BackoffBase)
+	must.Eq(t, time.Minute, c.BackoffCap)
+	must.Eq(t, 90*time.Second, c.GangTimeout)
+	must.True(t, c.DisablePreemption)
 	must.Eq(t, Class{Priority: 80, Preemptible: true, Restricted: true}, c.Classes["urgent"])
 	must.True(t, c.GovernsNamespace("ml-research"))
 	must.False(t, c.GovernsNamespace("default"))
@@ -86,6 +97,10 @@ class "standard" { priority = 0 }
 `,
 			want: []string{`listen "nowhere"`, "gang_timeout must be positive", `pattern "[bad"`,
 				"must be an http(s) URL", `class "standard": priority 0`},
+		},
+		"back-off cap below its base": {
+			file: "backoff_base = \"2m\"\nbackoff_cap = \"1m\"\n",
+			want: []string{"backoff_cap 1m0s must not be below backoff_base 2m0s"},
 		},
 		"unknown attribute": {file: `colour = "blue"`, want: []string{"colour"}},
 		"governor pointing at itself": {

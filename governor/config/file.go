@@ -18,6 +18,9 @@ type fileConfig struct {
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
 	ResyncBackoffMax  *string      `hcl:"resync_backoff_max"`
+	BackoffBase       *string      `hcl:"backoff_base"`
+	BackoffCap        *string      `hcl:"backoff_cap"`
+	DisablePreemption *bool        `hcl:"disable_preemption"`
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
@@ -62,6 +65,9 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug
 	}
+	if f.DisablePreemption != nil {
+		c.DisablePreemption = *f.DisablePreemption
+	}
 	if f.Governed != nil {
 		c.Governed = f.Governed
 	}
@@ -73,6 +79,8 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		"gang_timeout":       {&c.GangTimeout, f.GangTimeout},
 		"cycle_interval":     {&c.CycleInterval, f.CycleInterval},
 		"resync_backoff_max": {&c.ResyncBackoffMax, f.ResyncBackoffMax},
+		"backoff_base":       {&c.BackoffBase, f.BackoffBase},
+		"backoff_cap":        {&c.BackoffCap, f.BackoffCap},
 	} {
 		if err := setDuration(d.dst, d.src); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))

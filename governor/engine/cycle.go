@@ -20,6 +20,10 @@ type cycle struct {
 	memo      map[string]memoEntry
 	// last is what the latest successful checks reserved.
 	last admission
+	// jobs are the snapshot's jobs by namespace and ID.
+	jobs []*Job
+	// pre is the preemption state of the cycle (preempt.go).
+	pre preemptState
 }
 
 // Decide runs one admission cycle over snapshot s. It is pure and
@@ -32,6 +36,7 @@ type cycle struct {
 func Decide(cfg Config, s *Snapshot) *Plan {
 	cy := newCycle(cfg, s)
 	jobs := sortedJobs(s.Jobs)
+	cy.jobs = jobs
 	cy.prepare(jobs)
 	cy.admitQueue(cy.queue(jobs))
 	cy.finish()
@@ -58,6 +63,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		byJob:    make(map[string][]*Alloc, len(s.Allocs)),
 		starving: map[string]*Job{},
 		memo:     map[string]memoEntry{},
+		pre:      newPreemptState(),
 	}
 	for _, a := range s.Allocs {
 		cy.byJob[a.Namespace+"/"+a.JobID] = append(cy.byJob[a.Namespace+"/"+a.JobID], a)
@@ -71,6 +77,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 // prepare accounts what runs: reservations of admitted and direct jobs,
 // holds of direct jobs over a limit, and the tenants' shares.
 func (cy *cycle) prepare(jobs []*Job) {
+	cy.gangTimeouts(jobs)
 	cy.reserveRunning(jobs)
 	cy.holdDirectOverLimit(jobs)
 	cy.shares()
@@ -116,7 +123,7 @@ func (cy *cycle) missing(j *Job) []int {
 // admitted and direct jobs still need to place.
 func (cy *cycle) reserveRunning(jobs []*Job) {
 	for _, j := range jobs {
-		if j.State != Admitted && j.State != Direct {
+		if (j.State != Admitted && j.State != Direct) || cy.pre.requeued[j.Key()] {
 			continue
 		}
 		missing := cy.missing(j)

@@ -17,10 +17,27 @@ const (
 	// Forget takes a held job a user stopped out of the queue: it stays
 	// stopped and loses allot.state, so it is no longer held.
 	Forget
+	// Requeue stops a job the governor admitted (or a direct job) and
+	// queues it again at its original queued-at with allot.requeues + 1:
+	// preemption victims and gang timeouts.
+	Requeue
 )
 
 // String names the action.
-func (a Action) String() string { return [...]string{"admit", "hold", "forget"}[a] }
+func (a Action) String() string { return [...]string{"admit", "hold", "forget", "requeue"}[a] }
+
+// Causes of a Requeue decision (the reason label of
+// allot_preemptions_total).
+const (
+	// CauseReclaim: a tenant below its nominal quota takes back capacity
+	// another tenant of its cohort borrowed.
+	CauseReclaim = "reclaim"
+	// CausePriority: a higher class of the same tenant preempts a lower.
+	CausePriority = "priority"
+	// CauseGangTimeout: an admitted job's allocations did not all start
+	// within the gang timeout.
+	CauseGangTimeout = "gang-timeout"
+)
 
 // Decision is one change the actuator must apply to one job.
 type Decision struct {
@@ -34,6 +51,32 @@ type Decision struct {
 	// QueuedAt is the queue time to record (kept across holds).
 	QueuedAt time.Time
 	Reason   string
+	// Cause says why a Requeue happens (Cause* constants).
+	Cause string `json:",omitempty"`
+	// Preemptor is the "ns/id" of the job a preemption victim makes room
+	// for.
+	Preemptor string `json:",omitempty"`
+	// LostWork is the work a victim loses: per live allocation, the time
+	// since its last checkpoint (or its start), summed.
+	LostWork time.Duration `json:",omitempty"`
+}
+
+// Preemption records one preemptor and the victims chosen for it.
+type Preemption struct {
+	Namespace string
+	JobID     string
+	Class     string
+	Cause     string
+	Victims   []Victim
+	Reason    string
+}
+
+// Victim is one job a preemption requeues.
+type Victim struct {
+	Namespace string
+	JobID     string
+	Class     string
+	LostWork  time.Duration
 }
 
 // Check is one admission check of a job with its numbers. Text renders
@@ -109,6 +152,9 @@ type Plan struct {
 	// Starving maps a node pool to the "ns/id" of its starving queue head,
 	// which later jobs of the pool may not pass.
 	Starving map[string]string
+	// Preemptions lists the preemptions this plan decides; their victims
+	// appear in Decisions as Requeue.
+	Preemptions []Preemption
 }
 
 // Decision returns the decision for job ns/id, if the plan has one.

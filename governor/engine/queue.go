@@ -62,11 +62,9 @@ func (cy *cycle) admitQueue(q []*Job) {
 			continue
 		}
 		v := cy.verdict(j)
-		var admitted bool
-		v.Checks, v.Reason, admitted = cy.memoChecks(j, acct)
-		if admitted {
-			v.State, v.Reason = Admitted, "admitted: every check passed"
-			cy.decide(j, Admit, admitReason(v.Checks))
+		if c, wait := cy.checkBackoff(j); wait {
+			v.Checks, v.Reason = []Check{c}, c.Name+": "+c.Detail
+		} else if cy.admitOne(j, acct, v) {
 			continue
 		}
 		acct.queued++
@@ -77,6 +75,22 @@ func (cy *cycle) admitQueue(q []*Job) {
 	for i := range cy.plan.Queue {
 		*cy.plan.Verdicts[cy.plan.Queue[i].Namespace+"/"+cy.plan.Queue[i].JobID] = cy.plan.Queue[i]
 	}
+}
+
+// admitOne runs the checks of j and admits it when all pass; otherwise
+// it tries preemption, whose outcome becomes the verdict's reason.
+func (cy *cycle) admitOne(j *Job, acct *account, v *Verdict) bool {
+	var admitted bool
+	v.Checks, v.Reason, admitted = cy.memoChecks(j, acct)
+	if admitted {
+		v.State, v.Reason = Admitted, "admitted: every check passed"
+		cy.decide(j, Admit, admitReason(v.Checks))
+		return true
+	}
+	if why, ok := cy.tryPreempt(j, acct, v.Checks); ok {
+		v.Reason = why
+	}
+	return false
 }
 
 // memoEntry is the outcome of a failed admission for one job shape of one

@@ -52,7 +52,21 @@ type Job struct {
 	// StoppedByUser marks a held job that a user stopped (nomad job stop)
 	// after its latest version: it leaves the queue and never runs.
 	StoppedByUser bool
-	NodePool      string
+	// AdmittedAt is allot.admitted-at; the gang timeout counts from it.
+	AdmittedAt time.Time
+	// Requeues is allot.requeues: how often the governor stopped the job
+	// after admitting it (preemption, gang timeout).
+	Requeues int
+	// RequeuedAt is allot.requeued-at, when the job was last requeued;
+	// its back-off counts from it.
+	RequeuedAt time.Time
+	// PreemptedBy is allot.preempted-by, the "ns/id" of the job whose
+	// preemption requeued this job last; it never preempts that job back.
+	PreemptedBy string
+	// NoGang is true when allot.gang is "false": the job's allocations
+	// need not all run together, so the gang timeout does not apply.
+	NoGang   bool
+	NodePool string
 	Datacenters   []string
 	Constraints   []Constraint
 	Groups        []Group
@@ -128,6 +142,15 @@ type Alloc struct {
 	MemoryMB int64
 	// Devices counts the allocated instances by "vendor/type/model".
 	Devices map[string]int
+	// Started is true once the allocation's client status left pending
+	// (running or complete): the gang timeout waits for it.
+	Started bool
+	// StartedAt is when the allocation was created; work since then is
+	// lost on preemption when it never checkpointed.
+	StartedAt time.Time
+	// LastCheckpoint is the time of its latest "Checkpoint saved" task
+	// event (ckpt driver); zero when it never saved one.
+	LastCheckpoint time.Time
 }
 
 // Tenant is one governed namespace as the engine sees it.
@@ -151,6 +174,15 @@ type Config struct {
 	// StarvationTimeout is how long smaller jobs may pass a queue head
 	// that does not fit.
 	StarvationTimeout time.Duration
+	// DisablePreemption turns reclaim and within-tenant preemption off.
+	DisablePreemption bool
+	// BackoffBase and BackoffCap bound how long a requeued job waits
+	// before it may be admitted again: base·2^(requeues-1), at most cap.
+	// Zero base: no back-off.
+	BackoffBase, BackoffCap time.Duration
+	// GangTimeout is how long an admitted job may wait for all its
+	// allocations to start before it is requeued; zero disables it.
+	GangTimeout time.Duration
 }
 
 // Snapshot is the engine's whole input besides Config.

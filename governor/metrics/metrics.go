@@ -25,6 +25,12 @@ type Metrics struct {
 	ActuateErrors prometheus.Counter
 	Resyncs       prometheus.Counter
 	Submissions   *prometheus.CounterVec
+	// Preemptions counts preempted (requeued) victim jobs by reason
+	// (reclaim, priority).
+	Preemptions *prometheus.CounterVec
+	// LostWork sums the work victims lost: per allocation, the time since
+	// its last checkpoint (or start).
+	LostWork prometheus.Counter
 }
 
 // New creates and registers the metrics.
@@ -56,9 +62,13 @@ func New() *Metrics {
 			Help: "Full resyncs of the cluster watcher."}),
 		Submissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_proxy_submissions_total",
 			Help: "Job writes through the proxy, by outcome."}, []string{"namespace", "outcome"}),
+		Preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_preemptions_total",
+			Help: "Victim jobs preempted and requeued, by reason (reclaim, priority)."}, []string{"reason"}),
+		LostWork: prometheus.NewCounter(prometheus.CounterOpts{Name: "allot_lost_work_seconds_total",
+			Help: "Work lost by preemption: per victim allocation, seconds since its last checkpoint (or start)."}),
 	}
 	m.Registry.MustRegister(m.Pending, m.AdmittedTotal, m.HeldTotal, m.AdmissionWait, m.Quota, m.Usage, m.QuotaErrors,
-		m.CycleSeconds, m.Conflicts, m.ActuateErrors, m.Resyncs, m.Submissions,
+		m.CycleSeconds, m.Conflicts, m.ActuateErrors, m.Resyncs, m.Submissions, m.Preemptions, m.LostWork,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -38,6 +38,8 @@ func TestNamesMatchTheDocs(t *testing.T) {
 	m.AdmissionWait.WithLabelValues("ml").Observe(1)
 	m.CycleSeconds.Observe(0.01)
 	m.Submissions.WithLabelValues("ml", "queued").Inc()
+	m.Preemptions.WithLabelValues("reclaim").Inc()
+	m.LostWork.Add(3)
 	families, err := m.Registry.Gather()
 	must.NoError(t, err)
 	var got []string
@@ -49,8 +51,8 @@ func TestNamesMatchTheDocs(t *testing.T) {
 	sort.Strings(got)
 	must.Eq(t, []string{
 		"allot_actuation_conflicts_total", "allot_actuation_errors_total", "allot_admission_wait_seconds",
-		"allot_admitted_jobs_total", "allot_cycle_seconds", "allot_held_jobs_total", "allot_pending_jobs",
-		"allot_proxy_submissions_total", "allot_quota", "allot_quota_config_errors", "allot_usage",
+		"allot_admitted_jobs_total", "allot_cycle_seconds", "allot_held_jobs_total", "allot_lost_work_seconds_total",
+		"allot_pending_jobs", "allot_preemptions_total", "allot_proxy_submissions_total", "allot_quota", "allot_quota_config_errors", "allot_usage",
 		"allot_watch_resyncs_total",
 	}, got)
 }

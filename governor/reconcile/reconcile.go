@@ -30,6 +30,9 @@ type Reconciler struct {
 	// MinGap is the shortest time between two cycles: bursts of events
 	// (a submission makes several) share one cycle.
 	MinGap time.Duration
+	// Journal records applied preemptions, requeues and holds (GET
+	// /allot/v1/decisions).
+	Journal Journal
 
 	// mu serializes cycles and proxy admissions.
 	mu sync.Mutex
@@ -79,6 +82,7 @@ func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
 	r.observeCycle(time.Since(start), plan)
 	res := r.Actuator.Apply(ctx, plan)
 	r.observeResult(plan, res)
+	r.Journal.Add(records(plan, res)...)
 	r.setLatest(plan)
 	return plan
 }
@@ -104,8 +108,21 @@ func (r *Reconciler) observeResult(plan *engine.Plan, res actuate.Result) {
 			r.Metrics.AdmissionWait.WithLabelValues(d.Namespace).Observe(plan.Now.Sub(d.QueuedAt).Seconds())
 		case engine.Hold:
 			r.Metrics.HeldTotal.WithLabelValues(d.Namespace, "direct").Inc()
+		case engine.Requeue:
+			r.observeRequeue(d)
 		}
 	}
+}
+
+// observeRequeue counts an applied requeue: a preemption victim with the
+// work it lost, or a gang timeout.
+func (r *Reconciler) observeRequeue(d engine.Decision) {
+	if d.Cause == engine.CauseGangTimeout {
+		r.Metrics.HeldTotal.WithLabelValues(d.Namespace, "gang-timeout").Inc()
+		return
+	}
+	r.Metrics.Preemptions.WithLabelValues(d.Cause).Inc()
+	r.Metrics.LostWork.Add(d.LostWork.Seconds())
 }
 
 func (r *Reconciler) setLatest(p *engine.Plan) {

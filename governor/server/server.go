@@ -16,6 +16,7 @@ import (
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/metrics"
+	"github.com/allot-sh/allot/governor/reconcile"
 )
 
 // Plans gives the latest plan (the reconciler); Cycle runs a fresh one.
@@ -37,6 +38,10 @@ type Server struct {
 	Log     hclog.Logger
 	// Debug mounts Go's profiler on /debug/pprof/.
 	Debug bool
+	// Classes is the configured class table (GET /allot/v1/classes).
+	Classes map[string]engine.Class
+	// Journal holds recent decisions (GET /allot/v1/decisions).
+	Journal *reconcile.Journal
 }
 
 // Handler returns the whole HTTP surface.
@@ -46,6 +51,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/allot/v1/tenants", s.tenants)
 	mux.HandleFunc("/allot/v1/queue", s.queue)
 	mux.HandleFunc("/allot/v1/jobs/", s.why)
+	mux.HandleFunc("/allot/v1/classes", s.classes)
+	mux.HandleFunc("/allot/v1/decisions", s.decisions)
 	mux.HandleFunc("/healthz", s.health)
 	if s.Debug {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

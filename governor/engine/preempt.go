@@ -1,0 +1,249 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// preemptState is the preemption bookkeeping of one cycle.
+type preemptState struct {
+	// requeued marks jobs this plan requeues (victims, gang timeouts).
+	requeued map[string]bool
+	// pool is every job that may be a victim, cheapest first; built on
+	// first use.
+	pool []*victim
+	// stopping are live allocations of held or stopped jobs: Nomad is
+	// stopping them, so their resources are about to be free.
+	stopping []*Alloc
+	// stoppingUse is what the stopping allocations hold, by tenant.
+	stoppingUse map[*account]quota.Vector
+	built       bool
+	// failed remembers preemptor shapes that found no victims while the
+	// cohort's usage did not change.
+	failed map[string]uint64
+}
+
+func newPreemptState() preemptState {
+	return preemptState{requeued: map[string]bool{}, failed: map[string]uint64{}}
+}
+
+// victim is a running job preemption may requeue, with what it holds.
+type victim struct {
+	j      *Job
+	acct   *account
+	class  string
+	prio   int
+	lost   time.Duration
+	newest time.Time
+	use    quota.Vector
+	allocs []*Alloc
+}
+
+// build collects the victim pool and the stopping allocations once per
+// cycle. Victims: admitted or direct jobs of governed tenants, in a
+// preemptible class other than production, holding live allocations.
+func (cy *cycle) buildPool() {
+	ps := &cy.pre
+	if ps.built {
+		return
+	}
+	ps.built = true
+	for _, j := range cy.jobs {
+		switch j.State {
+		case Queued, Stopped:
+			cy.addStopping(liveAllocs(cy.byJob[j.Key()]))
+		case Admitted, Direct:
+			if v := cy.newVictim(j); v != nil {
+				ps.pool = append(ps.pool, v)
+			}
+		}
+	}
+	sort.Slice(ps.pool, func(a, b int) bool { return victimLess(ps.pool[a], ps.pool[b]) })
+}
+
+func liveAllocs(in []*Alloc) []*Alloc {
+	var out []*Alloc
+	for _, a := range in {
+		if a.Live {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// newVictim describes j as a possible victim; nil when it may not be one.
+func (cy *cycle) newVictim(j *Job) *victim {
+	acct := cy.accts[j.Namespace]
+	name := cy.className(j)
+	cl, ok := cy.cfg.Classes[name]
+	if acct == nil || !ok || !cl.Preemptible || name == "production" || j.Dispatched || cy.pre.requeued[j.Key()] {
+		return nil
+	}
+	v := &victim{j: j, acct: acct, class: name, prio: cl.Priority, use: quota.Vector{}, allocs: liveAllocs(cy.byJob[j.Key()])}
+	for _, a := range v.allocs {
+		v.use.Add(allocVector(a))
+		v.lost += lostWork(a, cy.s.Now)
+		if a.StartedAt.After(v.newest) {
+			v.newest = a.StartedAt
+		}
+	}
+	if len(v.allocs) == 0 {
+		return nil
+	}
+	return v
+}
+
+// lostWork is the work allocation a loses when stopped now: the time
+// since its last checkpoint, or since its start when it never saved one.
+func lostWork(a *Alloc, now time.Time) time.Duration {
+	from := a.StartedAt
+	if a.LastCheckpoint.After(from) {
+		from = a.LastCheckpoint
+	}
+	if from.IsZero() || !now.After(from) {
+		return 0
+	}
+	return now.Sub(from)
+}
+
+// victimLess orders victims cheapest first: lowest class, then least work
+// lost, then the tenant with the largest weighted share (it gives back
+// first), then newest, then by key.
+func victimLess(a, b *victim) bool {
+	switch {
+	case a.prio != b.prio:
+		return a.prio < b.prio
+	case a.lost != b.lost:
+		return a.lost < b.lost
+	case a.acct.share != b.acct.share:
+		return a.acct.share > b.acct.share
+	case !a.newest.Equal(b.newest):
+		return a.newest.After(b.newest)
+	}
+	return jobLess(a.j, b.j)
+}
+
+// tryPreempt looks for victims that let queued job j run when its first
+// failing check is limit, quota or fit. It returns the reason to show and
+// whether preemption (or stopping jobs) will make room.
+func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool) {
+	failed := firstFailed(checks)
+	if cy.cfg.DisablePreemption || cy.jobs == nil || failed == nil ||
+		(failed.Name != "limit" && failed.Name != "quota" && failed.Name != "fit") {
+		return "", false
+	}
+	memoKey := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, cy.missing(j))
+	if ver, ok := cy.pre.failed[memoKey]; ok && ver == acct.cohort.version {
+		return "", false
+	}
+	cy.buildPool()
+	s := cy.newSim(j, acct)
+	if len(cy.pre.stopping) > 0 && s.feasible(nil) {
+		return fmt.Sprintf("waiting for stopping jobs to free their resources (%s); admitted once they are free", failed.Name), true
+	}
+	cands := cy.candidates(j, acct, s)
+	set := choose(s, cands)
+	if set == nil {
+		cy.pre.failed[memoKey] = acct.cohort.version
+		return "", false
+	}
+	return cy.commitPreemption(j, acct, s, set), true
+}
+
+// candidates filters the pool to the victims j may preempt: jobs of its
+// own tenant in a lower class, and, when j's tenant stays within its
+// nominal quota, jobs of cohort tenants above their nominal quota. A job
+// never preempts the job that preempted it last, nor a job already
+// requeued this cycle.
+func (cy *cycle) candidates(j *Job, acct *account, s *sim) []*victim {
+	prio := cy.cfg.Classes[cy.className(j)].Priority
+	reclaim := acct.withinNominal(s.req)
+	var out []*victim
+	for _, v := range cy.pre.pool {
+		if cy.pre.requeued[v.j.Key()] || v.j.Key() == j.PreemptedBy || !s.relevant(v) {
+			continue
+		}
+		if v.acct == acct && v.prio < prio {
+			out = append(out, v)
+		} else if reclaim && v.acct != acct && v.acct.cohort == acct.cohort && v.acct.aboveNominal(s.req) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// withinNominal reports whether usage + req stays within the tenant's
+// nominal quota in every governed resource req needs.
+func (a *account) withinNominal(req quota.Vector) bool {
+	for r, n := range req {
+		if n > 0 && a.cohort.governed[r] && a.usage[r]+n > a.t.Quota[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// aboveNominal reports whether the tenant uses more than its nominal
+// quota of a governed resource req needs: it borrows what req lacks.
+func (a *account) aboveNominal(req quota.Vector) bool {
+	for r, n := range req {
+		if n > 0 && a.cohort.governed[r] && a.usage[r] > a.t.Quota[r] {
+			return true
+		}
+	}
+	return false
+}
+
+// commitPreemption records the decisions: victims requeued, their usage
+// released, the preemptor's request reserved for it (it stays queued
+// until the freed resources show in a snapshot).
+func (cy *cycle) commitPreemption(j *Job, acct *account, s *sim, set []*victim) string {
+	cause := CausePriority
+	names := make([]string, 0, len(set))
+	p := Preemption{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j)}
+	for _, v := range set {
+		if v.acct != acct {
+			cause = CauseReclaim
+		}
+		names = append(names, v.j.Key())
+		p.Victims = append(p.Victims, Victim{Namespace: v.j.Namespace, JobID: v.j.ID, Class: v.class, LostWork: v.lost})
+	}
+	p.Cause = cause
+	p.Reason = preemptReason(p.Class, acct, cause, s.req)
+	for _, v := range set {
+		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint", j.Key(), cause, p.Reason, v.lost.Round(time.Second))
+		cy.requeue(v.j, why, cause, j.Key(), v.lost)
+		v.acct.usage.Sub(v.use)
+		v.acct.version++
+		v.acct.cohort.version++
+	}
+	acct.use(s.req)
+	cy.plan.Preemptions = append(cy.plan.Preemptions, p)
+	return fmt.Sprintf("preempting %s (%s); admitted once their resources are free", strings.Join(names, ", "), cause)
+}
+
+func preemptReason(class string, acct *account, cause string, req quota.Vector) string {
+	if cause == CausePriority {
+		return fmt.Sprintf("class %s of tenant %s outranks the victims' class", class, acct.t.Namespace)
+	}
+	return fmt.Sprintf("tenant %s reclaims its nominal quota (%s) from tenants above theirs", acct.t.Namespace, vectorText(req))
+}
+
+func vectorText(v quota.Vector) string {
+	var parts []string
+	for _, r := range v.Keys() {
+		if v[r] > 0 && (strings.Contains(r, "/") || r == "gpu" || r == "npu") {
+			parts = append(parts, amountOf(r, v[r]))
+		}
+	}
+	if len(parts) == 0 {
+		for _, r := range v.Keys() {
+			parts = append(parts, amountOf(r, v[r]))
+		}
+	}
+	return "needs " + strings.Join(parts, ", ")
+}

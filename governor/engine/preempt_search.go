@@ -1,0 +1,193 @@
+package engine
+
+import "github.com/allot-sh/allot/governor/quota"
+
+// exactSearchMax is the largest candidate count searched exhaustively for
+// the fewest victims; larger sets use a greedy prefix and a minimising
+// pass.
+const exactSearchMax = 8
+
+// sim simulates admitting one queued job after stopping a set of victims
+// (and the allocations Nomad is already stopping). It leaves the cycle's
+// usage and capacity exactly as it found them.
+type sim struct {
+	cy      *cycle
+	j       *Job
+	acct    *account
+	missing []int
+	req     quota.Vector
+	// devs holds the device resources (types, models) req needs.
+	devs map[string]bool
+}
+
+func (cy *cycle) newSim(j *Job, acct *account) *sim {
+	missing := cy.missing(j)
+	s := &sim{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{}}
+	for r, n := range s.req {
+		if n > 0 && r != quota.CPU && r != quota.Memory {
+			s.devs[r] = true
+		}
+	}
+	return s
+}
+
+// relevant reports whether stopping v can help: it holds a device j
+// needs, or j needs no device.
+func (s *sim) relevant(v *victim) bool {
+	if len(s.devs) == 0 {
+		return true
+	}
+	for r := range s.devs {
+		if v.use[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// addStopping records allocations Nomad is stopping.
+func (cy *cycle) addStopping(allocs []*Alloc) {
+	ps := &cy.pre
+	if ps.stoppingUse == nil {
+		ps.stoppingUse = map[*account]quota.Vector{}
+	}
+	for _, a := range allocs {
+		ps.stopping = append(ps.stopping, a)
+		if acct := cy.accts[a.Namespace]; acct != nil {
+			if ps.stoppingUse[acct] == nil {
+				ps.stoppingUse[acct] = quota.Vector{}
+			}
+			ps.stoppingUse[acct].Add(allocVector(a))
+		}
+	}
+}
+
+// feasible reports whether j passes its limit, quota and fit checks once
+// the victims in set and the stopping allocations are gone.
+func (s *sim) feasible(set []*victim) bool {
+	cy := s.cy
+	s.release(set, 1)
+	failed, cursor := cy.cap.failed, cy.cap.cursor
+	cy.cap.failed, cy.cap.cursor = map[string]string{}, map[string]int{}
+	ok := s.acct.checkLimit(s.req).OK && s.acct.checkQuota(s.req).OK
+	if ok {
+		fit := cy.cap.fitKeyed(s.j, s.missing, "\x00sim")
+		if ok = fit.ok; ok {
+			cy.cap.undo(fit.takes)
+		}
+	}
+	cy.cap.failed, cy.cap.cursor = failed, cursor
+	s.release(set, -1)
+	return ok
+}
+
+// release frees (sign 1) or takes back (sign -1) the usage and capacity
+// of the victims and the stopping allocations.
+func (s *sim) release(set []*victim, sign int64) {
+	cy := s.cy
+	for acct, use := range cy.pre.stoppingUse {
+		shiftUsage(acct, use, sign)
+	}
+	for _, a := range cy.pre.stopping {
+		cy.cap.shift(a, sign)
+	}
+	for _, v := range set {
+		shiftUsage(v.acct, v.use, sign)
+		for _, a := range v.allocs {
+			cy.cap.shift(a, sign)
+		}
+	}
+}
+
+func shiftUsage(acct *account, use quota.Vector, sign int64) {
+	if sign > 0 {
+		acct.usage.Sub(use)
+	} else {
+		acct.usage.Add(use)
+	}
+}
+
+// shift frees (sign 1) or re-occupies (sign -1) a live allocation's
+// resources on its node.
+func (c *capacity) shift(a *Alloc, sign int64) {
+	fn := c.byID[a.NodeID]
+	if fn == nil || !a.Live {
+		return
+	}
+	fn.cpu += sign * a.CPU
+	fn.mem += sign * a.MemoryMB
+	for i := range fn.node.Devices {
+		if n := a.Devices[fn.node.Devices[i].ID()]; n > 0 {
+			fn.dev[i] += int(sign) * n
+		}
+	}
+}
+
+// choose returns the fewest, cheapest victims that let the job run, nil
+// when even all candidates do not. Candidates come cheapest first.
+func choose(s *sim, cands []*victim) []*victim {
+	if len(cands) == 0 || !s.feasible(cands) {
+		return nil
+	}
+	if len(cands) <= exactSearchMax {
+		for k := 1; k <= len(cands); k++ {
+			if set := firstFeasible(s, cands, k); set != nil {
+				return set
+			}
+		}
+		return cands
+	}
+	return greedy(s, cands)
+}
+
+// firstFeasible tries the k-subsets of cands in lexicographic order (the
+// cheapest victims first) and returns the first that makes room.
+func firstFeasible(s *sim, cands []*victim, k int) []*victim {
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	set := make([]*victim, k)
+	for {
+		for i, x := range idx {
+			set[i] = cands[x]
+		}
+		if s.feasible(set) {
+			return set
+		}
+		i := k - 1
+		for i >= 0 && idx[i] == len(cands)-k+i {
+			i--
+		}
+		if i < 0 {
+			return nil
+		}
+		idx[i]++
+		for m := i + 1; m < k; m++ {
+			idx[m] = idx[m-1] + 1
+		}
+	}
+}
+
+// greedy finds the shortest feasible prefix of cands by bisection (more
+// victims never make room scarcer), then drops every victim, most
+// expensive first, that the others do not need.
+func greedy(s *sim, cands []*victim) []*victim {
+	lo, hi := 1, len(cands)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s.feasible(cands[:mid]) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	set := append([]*victim(nil), cands[:lo]...)
+	for i := len(set) - 2; i >= 0; i-- {
+		without := append(append([]*victim(nil), set[:i]...), set[i+1:]...)
+		if s.feasible(without) {
+			set = without
+		}
+	}
+	return set
+}

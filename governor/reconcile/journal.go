@@ -1,0 +1,85 @@
+package reconcile
+
+import (
+	"sync"
+	"time"
+
+	"github.com/allot-sh/allot/governor/actuate"
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+// journalSize is how many recent decisions the journal keeps.
+const journalSize = 500
+
+// Record is one applied decision worth explaining later: a preemption
+// (preemptor and victims) or a hold or requeue of a single job.
+type Record struct {
+	Time time.Time
+	// Kind is preemption, requeue (gang timeout) or hold (direct job over
+	// its limit).
+	Kind      string
+	Namespace string
+	JobID     string
+	Class     string
+	// Cause is reclaim, priority or gang-timeout.
+	Cause   string
+	Reason  string
+	Victims []engine.Victim
+}
+
+// Journal keeps the most recent records. Safe for concurrent use.
+type Journal struct {
+	mu   sync.Mutex
+	recs []Record
+}
+
+// Add appends records, dropping the oldest beyond journalSize.
+func (j *Journal) Add(recs ...Record) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.recs = append(j.recs, recs...)
+	if over := len(j.recs) - journalSize; over > 0 {
+		j.recs = append([]Record(nil), j.recs[over:]...)
+	}
+}
+
+// Recent returns the records, newest first.
+func (j *Journal) Recent() []Record {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]Record, len(j.recs))
+	for i, r := range j.recs {
+		out[len(out)-1-i] = r
+	}
+	return out
+}
+
+// records turns what the actuator applied into journal records: one per
+// preemption with at least one victim requeued (listing those victims),
+// one per gang-timeout requeue and per hold of a direct job.
+func records(plan *engine.Plan, res actuate.Result) []Record {
+	applied := map[string]engine.Decision{}
+	var out []Record
+	for _, d := range res.Applied {
+		key := d.Namespace + "/" + d.JobID
+		applied[key] = d
+		switch {
+		case d.Action == engine.Hold:
+			out = append(out, Record{Time: plan.Now, Kind: "hold", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: "over-limit", Reason: d.Reason})
+		case d.Action == engine.Requeue && d.Cause == engine.CauseGangTimeout:
+			out = append(out, Record{Time: plan.Now, Kind: "requeue", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: d.Cause, Reason: d.Reason})
+		}
+	}
+	for _, p := range plan.Preemptions {
+		rec := Record{Time: plan.Now, Kind: "preemption", Namespace: p.Namespace, JobID: p.JobID, Class: p.Class, Cause: p.Cause, Reason: p.Reason}
+		for _, v := range p.Victims {
+			if d, ok := applied[v.Namespace+"/"+v.JobID]; ok && d.Action == engine.Requeue {
+				rec.Victims = append(rec.Victims, v)
+			}
+		}
+		if len(rec.Victims) > 0 {
+			out = append(out, rec)
+		}
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+package reconcile
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/actuate"
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+func TestRecordsKeepOnlyAppliedVictims(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	v1 := engine.Victim{Namespace: "a", JobID: "v1", Class: "low", LostWork: time.Minute}
+	v2 := engine.Victim{Namespace: "a", JobID: "v2", Class: "low"}
+	plan := &engine.Plan{Now: now, Preemptions: []engine.Preemption{
+		{Namespace: "b", JobID: "boss", Cause: engine.CauseReclaim, Victims: []engine.Victim{v1, v2}},
+		{Namespace: "b", JobID: "nobody-stopped", Cause: engine.CauseReclaim, Victims: []engine.Victim{{Namespace: "a", JobID: "v3"}}},
+	}}
+	res := actuate.Result{Applied: []engine.Decision{
+		{Action: engine.Requeue, Namespace: "a", JobID: "v1", Cause: engine.CauseReclaim},
+		{Action: engine.Requeue, Namespace: "c", JobID: "gang", Cause: engine.CauseGangTimeout, Reason: "gang timeout"},
+		{Action: engine.Admit, Namespace: "c", JobID: "other"},
+	}}
+	got := records(plan, res)
+	must.Eq(t, []Record{
+		{Time: now, Kind: "requeue", Namespace: "c", JobID: "gang", Cause: engine.CauseGangTimeout, Reason: "gang timeout"},
+		{Time: now, Kind: "preemption", Namespace: "b", JobID: "boss", Cause: engine.CauseReclaim, Victims: []engine.Victim{v1}},
+	}, got)
+}
+
+func TestJournalKeepsTheNewest(t *testing.T) {
+	var j Journal
+	for i := 0; i < journalSize+3; i++ {
+		j.Add(Record{JobID: string(rune('a' + i%26)), Time: time.Unix(int64(i), 0)})
+	}
+	recent := j.Recent()
+	must.SliceLen(t, journalSize, recent)
+	must.Eq(t, time.Unix(int64(journalSize+2), 0), recent[0].Time)
+	must.Eq(t, time.Unix(3, 0), recent[len(recent)-1].Time)
+}
