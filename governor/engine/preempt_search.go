@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/allot-sh/allot/governor/quota"
+import (
+	"time"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
 
 // exactSearchMax is the largest candidate count searched exhaustively for
 // the fewest victims; larger sets use a greedy prefix and a minimising
@@ -131,7 +135,7 @@ func choose(s *sim, cands []*victim) []*victim {
 	}
 	if len(cands) <= exactSearchMax {
 		for k := 1; k <= len(cands); k++ {
-			if set := firstFeasible(s, cands, k); set != nil {
+			if set := cheapestFeasible(s, cands, k); set != nil {
 				return set
 			}
 		}
@@ -140,27 +144,54 @@ func choose(s *sim, cands []*victim) []*victim {
 	return greedy(s, cands)
 }
 
-// firstFeasible tries the k-subsets of cands in lexicographic order (the
-// cheapest victims first) and returns the first that makes room.
-func firstFeasible(s *sim, cands []*victim, k int) []*victim {
+// setCost ranks victim sets of equal size: the highest class stopped,
+// then the total work lost.
+type setCost struct {
+	prio int
+	lost time.Duration
+}
+
+func costOf(set []*victim) setCost {
+	var c setCost
+	for _, v := range set {
+		if v.prio > c.prio {
+			c.prio = v.prio
+		}
+		c.lost += v.lost
+	}
+	return c
+}
+
+func (c setCost) less(o setCost) bool {
+	if c.prio != o.prio {
+		return c.prio < o.prio
+	}
+	return c.lost < o.lost
+}
+
+// cheapestFeasible tries every k-subset of cands and returns the
+// cheapest that makes room (ties: the first in the candidates' order).
+func cheapestFeasible(s *sim, cands []*victim, k int) []*victim {
 	idx := make([]int, k)
 	for i := range idx {
 		idx[i] = i
 	}
 	set := make([]*victim, k)
+	var best []*victim
+	var bestCost setCost
 	for {
 		for i, x := range idx {
 			set[i] = cands[x]
 		}
-		if s.feasible(set) {
-			return set
+		if c := costOf(set); (best == nil || c.less(bestCost)) && s.feasible(set) {
+			best, bestCost = append([]*victim(nil), set...), c
 		}
 		i := k - 1
 		for i >= 0 && idx[i] == len(cands)-k+i {
 			i--
 		}
 		if i < 0 {
-			return nil
+			return best
 		}
 		idx[i]++
 		for m := i + 1; m < k; m++ {
