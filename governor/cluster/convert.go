@@ -23,8 +23,8 @@ const (
 	// from it) and which job's preemption requeued it.
 	MetaRequeuedAt  = "allot.requeued-at"
 	MetaPreemptedBy = "allot.preempted-by"
-	StateQueued    = "queued"
-	StateAdmitted  = "admitted"
+	StateQueued     = "queued"
+	StateAdmitted   = "admitted"
 )
 
 // JobState derives the governor's view of a job from its stop flag and

@@ -65,11 +65,11 @@ type Job struct {
 	PreemptedBy string
 	// NoGang is true when allot.gang is "false": the job's allocations
 	// need not all run together, so the gang timeout does not apply.
-	NoGang   bool
-	NodePool string
-	Datacenters   []string
-	Constraints   []Constraint
-	Groups        []Group
+	NoGang      bool
+	NodePool    string
+	Datacenters []string
+	Constraints []Constraint
+	Groups      []Group
 }
 
 // Key returns "namespace/id".
