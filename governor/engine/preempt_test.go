@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// running builds an admitted job of class class holding gpus H200 on node
+// in one allocation that started at start and last checkpointed at ckpt
+// (zero: never).
+func running(ns, id, class, node string, gpus int, start, ckpt time.Time) (*Job, *Alloc) {
+	j := mkJob(ns, id).State(Admitted).Class(class).Pool("gpu").Device("nvidia/gpu", gpus).Build()
+	a := alloc(ns, id, "g", node, 100, 128, map[string]int{h200: gpus})
+	a.Started, a.StartedAt, a.LastCheckpoint = true, start, ckpt
+	return j, a
+}
+
+// scene is a preemption test fixture: tenants, GPU nodes, running jobs.
+type scene struct {
+	tenants []*Tenant
+	nodes   []*Node
+	allocs  []*Alloc
+	jobs    []*Job
+}
+
+func (sc *scene) run(ns, id, class, node string, gpus int, lostMin int) *scene {
+	now := t0.Add(10 * time.Second)
+	j, a := running(ns, id, class, node, gpus, now.Add(-time.Hour), now.Add(-time.Duration(lostMin)*time.Minute))
+	sc.jobs, sc.allocs = append(sc.jobs, j), append(sc.allocs, a)
+	return sc
+}
+
+func (sc *scene) queue(j *Job) *scene { sc.jobs = append(sc.jobs, j); return sc }
+
+func (sc *scene) snap() *Snapshot { return snap(sc.tenants, sc.nodes, sc.allocs, sc.jobs...) }
+
+// twoTenants: a and b, nominal 4 GPUs each, limit 8, on two 4-GPU nodes.
+func twoTenants() *scene {
+	return &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 4).Limit("gpu", 8).Build(),
+		mkTenant("b").Quota("gpu", 4).Limit("gpu", 8).Build(),
+	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
+}
+
+func victimsOf(p *Plan) []string {
+	var out []string
+	for _, d := range p.Decisions {
+		if d.Action == Requeue {
+			out = append(out, d.JobID+"<-"+d.Preemptor)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func gpuJob(ns, id, class string, gpus int) *Job {
+	return mkJob(ns, id).Class(class).Pool("gpu").Device("nvidia/gpu", gpus).Build()
+}
+
+func TestPreemptionRules(t *testing.T) {
+	cases := map[string]struct {
+		sc      *scene
+		cfg     func(*Config)
+		victims []string
+		reason  string // substring of the preemptor's verdict reason
+	}{
+		"reclaim takes the borrower's jobs that lose the least work": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 2, 50).run("a", "a2", "low", "n1", 2, 1).
+				run("a", "a3", "low", "n2", 2, 2).run("a", "a4", "low", "n2", 2, 30).
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Count(2).Device("nvidia/gpu", 2).Build()),
+			victims: []string{"a2<-b/boss", "a3<-b/boss"},
+			reason:  "preempting a/a2, a/a3 (reclaim)",
+		},
+		"a 4-GPU allocation needs its victims on one node, the pair losing least": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 2, 1).run("a", "a2", "low", "n1", 2, 40).
+				run("a", "a3", "low", "n2", 2, 2).run("a", "a4", "low", "n2", 2, 30).
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).Build()),
+			victims: []string{"a3<-b/boss", "a4<-b/boss"},
+		},
+		"one victim beats two cheaper ones": {
+			sc: twoTenants().run("a", "big", "low", "n1", 4, 20).run("a", "s1", "low", "n2", 2, 1).run("a", "s2", "low", "n2", 2, 2).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			victims: []string{"big<-b/boss"},
+		},
+		"lowest class goes first whatever its lost work": {
+			sc: twoTenants().run("a", "std", "standard", "n1", 4, 0).run("a", "be", "best-effort", "n2", 4, 55).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			victims: []string{"be<-b/boss"},
+		},
+		"a tenant that would borrow does not reclaim": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 2, 1).run("b", "b0", "low", "n2", 2, 1).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			reason: "quota: needs 4 gpu; tenant b uses 2 of quota 4",
+		},
+		"no victims from a tenant within its nominal quota": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 1).run("b", "b1", "low", "n2", 4, 1).
+				queue(gpuJob("b", "more", "low", 2)),
+			reason: "quota:",
+		},
+		"production is never a victim": {
+			sc: func() *scene {
+				sc := twoTenants()
+				sc.tenants[0].Classes = []string{"production", "low"}
+				return sc.run("a", "p1", "production", "n1", 4, 1).run("a", "p2", "production", "n2", 4, 1).
+					queue(gpuJob("b", "boss", "standard", 4))
+			}(),
+			reason: "fit:",
+		},
+		"a non-preemptible class is respected": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1).queue(gpuJob("b", "boss", "standard", 4)),
+			cfg: func(c *Config) {
+				c.Classes["low"] = Class{Priority: 30}
+			},
+			reason: "fit:",
+		},
+		"within a tenant a higher class preempts a lower one at the limit": {
+			sc: twoTenants().run("a", "lo", "low", "n1", 4, 3).run("a", "std", "standard", "n2", 4, 1).
+				queue(gpuJob("a", "urgent", "high", 4)),
+			victims: []string{"lo<-a/urgent"},
+			reason:  "(priority)",
+		},
+		"within a tenant an equal class does not preempt": {
+			sc: twoTenants().run("a", "s1", "standard", "n1", 4, 3).run("a", "s2", "standard", "n2", 4, 1).
+				queue(gpuJob("a", "next", "standard", 4)),
+			reason: "limit:",
+		},
+		"a job never preempts the job that preempted it": {
+			sc: func() *scene {
+				sc := twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 9)
+				j := gpuJob("b", "back", "standard", 4)
+				j.PreemptedBy = "a/a1"
+				return sc.queue(j)
+			}(),
+			victims: []string{"a2<-b/back"},
+		},
+		"preemption can be disabled": {
+			sc:     twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1).queue(gpuJob("b", "boss", "standard", 4)),
+			cfg:    func(c *Config) { c.DisablePreemption = true },
+			reason: "fit:",
+		},
+		"jobs already stopping make room: nothing more is preempted": {
+			sc: func() *scene {
+				sc := twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1)
+				sc.jobs[0].State = Queued // held by the last cycle, its allocation still stopping
+				return sc.queue(gpuJob("b", "boss", "standard", 4))
+			}(),
+			reason: "waiting for stopping jobs",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			s := tc.sc.snap()
+			p := Decide(cfg, s)
+			must.Eq(t, tc.victims, victimsOf(p))
+			preemptor := s.Jobs[len(s.Jobs)-1]
+			if tc.reason != "" {
+				must.StrContains(t, findVerdict(t, p, preemptor.ID).Reason, tc.reason)
+			}
+			for _, d := range p.Decisions {
+				must.NotEq(t, Admit, d.Action, must.Sprintf("nothing is admitted before the victims stop: %v", d))
+			}
+		})
+	}
+}
+
+func TestReclaimChoosesTheTenantWithTheLargestShareFirst(t *testing.T) {
+	// a and c both borrow; c has the larger weighted share, so with equal
+	// class and lost work it gives back first.
+	sc := &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 2).Build(),
+		mkTenant("b").Quota("gpu", 4).Build(),
+		mkTenant("c").Quota("gpu", 2).Weight(0.5).Build(),
+	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
+	sc.run("a", "a1", "low", "n1", 2, 5).run("a", "a2", "low", "n1", 2, 5).
+		run("c", "c1", "low", "n2", 2, 5).run("c", "c2", "low", "n2", 2, 5).queue(gpuJob("b", "boss", "standard", 2))
+	p := Decide(testConfig(), sc.snap())
+	must.SliceLen(t, 1, victimsOf(p))
+	must.StrContains(t, victimsOf(p)[0], "c")
+}
+
+func TestPreemptionRecordsLostWorkAndReason(t *testing.T) {
+	sc := twoTenants().run("a", "a1", "low", "n1", 4, 7).run("a", "a2", "low", "n2", 4, 20)
+	never, na := running("a", "fresh", "low", "n2", 0, t0.Add(10*time.Second).Add(-3*time.Minute), time.Time{})
+	sc.jobs, sc.allocs = append(sc.jobs, never), append(sc.allocs, na)
+	sc.queue(gpuJob("b", "boss", "standard", 4))
+	p := Decide(testConfig(), sc.snap())
+	must.SliceLen(t, 1, p.Preemptions)
+	pr := p.Preemptions[0]
+	must.Eq(t, CauseReclaim, pr.Cause)
+	must.Eq(t, []Victim{{Namespace: "a", JobID: "a1", Class: "low", LostWork: 7 * time.Minute}}, pr.Victims)
+	d, ok := p.Decision("a", "a1")
+	must.True(t, ok)
+	must.Eq(t, Requeue, d.Action)
+	must.Eq(t, "b/boss", d.Preemptor)
+	must.Eq(t, t0, d.QueuedAt, must.Sprint("a victim keeps its original queued-at"))
+	must.StrContains(t, d.Reason, "preempted by b/boss (reclaim)")
+	must.Eq(t, 3*time.Minute, lostWork(na, t0.Add(10*time.Second)), must.Sprint("no checkpoint: all work since start is lost"))
+}
+
+func TestBackoff(t *testing.T) {
+	cfg := testConfig()
+	cfg.BackoffBase, cfg.BackoffCap = 10*time.Second, 35*time.Second
+	now := t0.Add(10 * time.Second)
+	cases := map[string]struct {
+		requeues int
+		ago      time.Duration
+		admitted bool
+	}{
+		"never requeued":                     {0, 0, true},
+		"first requeue waits the base":       {1, 9 * time.Second, false},
+		"first requeue after the base":       {1, 11 * time.Second, true},
+		"third requeue waits 4x the base":    {3, 39 * time.Second, true},
+		"third requeue within 4x the base":   {2, 19 * time.Second, false},
+		"many requeues wait at most the cap": {40, 36 * time.Second, true},
+		"many requeues within the cap":       {40, 34 * time.Second, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := gpuJob("a", "j", "standard", 1)
+			j.Requeues, j.RequeuedAt = tc.requeues, now.Add(-tc.ago)
+			p := Decide(cfg, twoTenants().queue(j).snap())
+			_, ok := p.Decision("a", "j")
+			must.Eq(t, tc.admitted, ok)
+			if !tc.admitted {
+				must.StrContains(t, findVerdict(t, p, "j").Reason, "backoff: requeued")
+			}
+		})
+	}
+}
+
+func TestGangTimeout(t *testing.T) {
+	cfg := testConfig()
+	cfg.GangTimeout = time.Minute
+	now := t0.Add(10 * time.Second)
+	gang := func(admittedAgo time.Duration, started int, noGang bool) *Snapshot {
+		j := mkJob("a", "gang").State(Admitted).Pool("gpu").Count(3).Device("nvidia/gpu", 1).Build()
+		j.AdmittedAt, j.NoGang = now.Add(-admittedAgo), noGang
+		var allocs []*Alloc
+		for i := 0; i < 2; i++ {
+			a := alloc("a", "gang", "g", "n1", 100, 128, map[string]int{h200: 1})
+			a.ID, a.Started = fmt.Sprintf("x%d", i), i < started
+			allocs = append(allocs, a)
+		}
+		return snap(twoTenants().tenants, []*Node{gpuNode("n1", 2)}, allocs, j)
+	}
+	cases := map[string]struct {
+		s       *Snapshot
+		requeue bool
+	}{
+		"partial placement past the timeout is requeued": {gang(2*time.Minute, 2, false), true},
+		"within the timeout it waits":                    {gang(30*time.Second, 2, false), false},
+		"a job that is not a gang is left alone":         {gang(2*time.Minute, 0, true), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(cfg, tc.s)
+			d, ok := p.Decision("a", "gang")
+			must.Eq(t, tc.requeue, ok)
+			if tc.requeue {
+				must.Eq(t, Requeue, d.Action)
+				must.Eq(t, CauseGangTimeout, d.Cause)
+				must.StrContains(t, d.Reason, "gang timeout: only 2 of 3 allocations started 2m0s after admission")
+				must.Eq(t, int64(0), p.Tenants[0].Usage["gpu"], must.Sprint("a requeued job's usage is released"))
+			}
+		})
+	}
+	t.Run("all allocations started", func(t *testing.T) {
+		j := mkJob("a", "gang").State(Admitted).Pool("gpu").Count(1).Device("nvidia/gpu", 1).Build()
+		j.AdmittedAt = now.Add(-time.Hour)
+		a := alloc("a", "gang", "g", "n1", 100, 128, map[string]int{h200: 1})
+		a.Started = true
+		_, ok := Decide(cfg, snap(twoTenants().tenants, []*Node{gpuNode("n1", 2)}, []*Alloc{a}, j)).Decision("a", "gang")
+		must.False(t, ok)
+	})
+}
