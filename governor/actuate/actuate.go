@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -173,10 +174,27 @@ func requeue(job *api.Job, d engine.Decision, now string) {
 	job.Meta[cluster.MetaRequeues] = strconv.Itoa(n + 1)
 	job.Meta[cluster.MetaRequeuedAt] = now
 	if d.Preemptor != "" {
-		job.Meta[cluster.MetaPreemptedBy] = d.Preemptor
-	} else {
-		delete(job.Meta, cluster.MetaPreemptedBy)
+		job.Meta[cluster.MetaPreemptedBy] = rememberPreemptor(job.Meta[cluster.MetaPreemptedBy], d.Preemptor)
 	}
+}
+
+// preemptorsKept bounds how many preemptors allot.preempted-by remembers.
+const preemptorsKept = 8
+
+// rememberPreemptor appends key to the space-separated list, once, most
+// recent last, keeping the newest preemptorsKept entries.
+func rememberPreemptor(list, key string) string {
+	var keep []string
+	for _, k := range strings.Fields(list) {
+		if k != key {
+			keep = append(keep, k)
+		}
+	}
+	keep = append(keep, key)
+	if len(keep) > preemptorsKept {
+		keep = keep[len(keep)-preemptorsKept:]
+	}
+	return strings.Join(keep, " ")
 }
 
 // write registers the job with EnforceIndex. A failed write is a conflict

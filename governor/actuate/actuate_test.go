@@ -151,14 +151,20 @@ func TestApplyOne(t *testing.T) {
 					"allot.requeued-at": "2026-01-01T12:00:00Z", "allot.preempted-by": "ml/boss"}, f.written.Meta)
 			},
 		},
-		"requeue of a gang timeout counts from a malformed count and clears the preemptor": {
+		"a victim remembers every recent preemptor, most recent last": {
+			job: mkJob(false, map[string]string{"allot.state": "admitted", "allot.preempted-by": "ml/boss ml/other"}, 5),
+			d:   requeueDecision(5, "ml/boss"), changed: true,
+			check: func(t *testing.T, f *fakeJobs) {
+				must.Eq(t, "ml/other ml/boss", f.written.Meta["allot.preempted-by"])
+			},
+		},
+		"requeue of a gang timeout counts from a malformed count and keeps the preemptors": {
 			job: mkJob(false, map[string]string{"allot.state": "admitted", "allot.requeues": "x", "allot.preempted-by": "ml/old"}, 5),
 			d:   requeueDecision(5, ""), changed: true,
 			check: func(t *testing.T, f *fakeJobs) {
 				must.Eq(t, "1", f.written.Meta["allot.requeues"])
 				must.Eq(t, "2026-01-01T11:59:00Z", f.written.Meta["allot.queued-at"])
-				_, has := f.written.Meta["allot.preempted-by"]
-				must.False(t, has)
+				must.Eq(t, "ml/old", f.written.Meta["allot.preempted-by"])
 			},
 		},
 		"a requeue never restarts or touches a job the user stopped": {

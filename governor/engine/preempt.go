@@ -31,6 +31,25 @@ func newPreemptState() preemptState {
 	return preemptState{requeued: map[string]bool{}, failed: map[string]uint64{}}
 }
 
+// reclaimWindow is how long after a preemption its preemptor goes first
+// in the queue: the resources its victims free are its own, and no job
+// that outranks it (say, a higher class borrowing from the cohort) may
+// take them back — the reclaim loop Kueue and Volcano users report.
+const reclaimWindow = 5 * time.Minute
+
+// owedPreemptors returns the queued jobs whose victims were requeued for
+// them within reclaimWindow (victims name them in allot.preempted-by).
+func (cy *cycle) owedPreemptors(jobs []*Job) map[string]bool {
+	owed := map[string]bool{}
+	for _, j := range jobs {
+		if j.State == Queued && j.PreemptedBy != "" && cy.s.Now.Sub(j.RequeuedAt) <= reclaimWindow {
+			keys := strings.Fields(j.PreemptedBy)
+			owed[keys[len(keys)-1]] = true
+		}
+	}
+	return owed
+}
+
 // victim is a running job preemption may requeue, with what it holds.
 type victim struct {
 	j      *Job
@@ -164,7 +183,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *sim) []*victim {
 	reclaim := acct.withinNominal(s.req)
 	var out []*victim
 	for _, v := range cy.pre.pool {
-		if cy.pre.requeued[v.j.Key()] || v.j.Key() == j.PreemptedBy || !s.relevant(v) {
+		if cy.pre.requeued[v.j.Key()] || preemptedBy(j, v.j.Key()) || !s.relevant(v) {
 			continue
 		}
 		if v.acct == acct && v.prio < prio {
@@ -174,6 +193,17 @@ func (cy *cycle) candidates(j *Job, acct *account, s *sim) []*victim {
 		}
 	}
 	return out
+}
+
+// preemptedBy reports whether job key ever preempted j (as far as
+// allot.preempted-by remembers).
+func preemptedBy(j *Job, key string) bool {
+	for _, k := range strings.Fields(j.PreemptedBy) {
+		if k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // withinNominal reports whether usage + req stays within the tenant's

@@ -13,9 +13,11 @@ import (
 func (cy *cycle) queue(jobs []*Job) []*Job {
 	type entry struct {
 		j     *Job
+		owed  bool
 		prio  int
 		share float64
 	}
+	owed := cy.owedPreemptors(jobs)
 	var q []entry
 	for _, j := range jobs {
 		if j.State != Queued {
@@ -25,7 +27,7 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 			cy.decide(j, Forget, "stopped by its user while queued: removed from the queue")
 			continue
 		}
-		e := entry{j: j, prio: cy.cfg.Classes[cy.className(j)].Priority}
+		e := entry{j: j, owed: owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
 		if a := cy.accts[j.Namespace]; a != nil {
 			e.share = a.share
 		}
@@ -34,6 +36,8 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 	sort.Slice(q, func(a, b int) bool {
 		ea, eb := &q[a], &q[b]
 		switch {
+		case ea.owed != eb.owed:
+			return ea.owed
 		case ea.prio != eb.prio:
 			return ea.prio > eb.prio
 		case ea.share != eb.share:

@@ -60,8 +60,9 @@ type Job struct {
 	// RequeuedAt is allot.requeued-at, when the job was last requeued;
 	// its back-off counts from it.
 	RequeuedAt time.Time
-	// PreemptedBy is allot.preempted-by, the "ns/id" of the job whose
-	// preemption requeued this job last; it never preempts that job back.
+	// PreemptedBy is allot.preempted-by: the "ns/id" of the jobs whose
+	// preemptions requeued this job, space-separated, most recent last
+	// (Nomad IDs hold no spaces). The job never preempts any of them.
 	PreemptedBy string
 	// NoGang is true when allot.gang is "false": the job's allocations
 	// need not all run together, so the gang timeout does not apply.

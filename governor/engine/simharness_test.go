@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// world is a tiny cluster model for multi-cycle tests: it applies plans
+// the way the actuator and Nomad would (admitted jobs get allocations
+// first-fit, requeued jobs lose theirs at once) and advances a fake clock.
+type world struct {
+	s     *Snapshot
+	cfg   Config
+	seq   int
+	ends  map[string]time.Time // job key → when it completes
+	pairs map[string]bool      // "preemptor>victim" of every preemption
+}
+
+func newWorld(cfg Config, s *Snapshot) *world {
+	return &world{s: s, cfg: cfg, ends: map[string]time.Time{}, pairs: map[string]bool{}}
+}
+
+// step runs one cycle, applies its plan and returns it.
+func (w *world) step() *Plan {
+	p := Decide(w.cfg, w.s)
+	for _, pr := range p.Preemptions {
+		for _, v := range pr.Victims {
+			w.pairs[pr.Namespace+"/"+pr.JobID+">"+v.Namespace+"/"+v.JobID] = true
+		}
+	}
+	for _, d := range p.Decisions {
+		w.apply(d)
+	}
+	return p
+}
+
+func (w *world) job(ns, id string) *Job {
+	for _, j := range w.s.Jobs {
+		if j.Namespace == ns && j.ID == id {
+			return j
+		}
+	}
+	return nil
+}
+
+func (w *world) apply(d Decision) {
+	j := w.job(d.Namespace, d.JobID)
+	switch d.Action {
+	case Admit:
+		j.State, j.AdmittedAt = Admitted, w.s.Now
+		w.place(j)
+	case Requeue, Hold:
+		j.State = Queued
+		if d.Action == Requeue {
+			j.Requeues++
+			j.RequeuedAt = w.s.Now
+			if d.Preemptor != "" {
+				j.PreemptedBy += " " + d.Preemptor
+			}
+		}
+		w.dropAllocs(j)
+	}
+}
+
+// place puts every allocation of j on the first node with room.
+func (w *world) place(j *Job) {
+	free := map[string]int{}
+	for _, n := range w.s.Nodes {
+		free[n.ID] = n.Devices[0].Healthy
+	}
+	for _, a := range w.s.Allocs {
+		free[a.NodeID] -= a.Devices[h200]
+	}
+	for _, g := range j.Groups {
+		need := g.Devices[0].Count
+		for i := 0; i < g.Count; i++ {
+			for _, n := range w.s.Nodes {
+				if free[n.ID] >= need {
+					free[n.ID] -= need
+					w.seq++
+					a := alloc(j.Namespace, j.ID, g.Name, n.ID, g.CPU, g.MemoryMB, map[string]int{h200: need})
+					a.ID, a.Started, a.StartedAt = fmt.Sprintf("a%d", w.seq), true, w.s.Now
+					w.s.Allocs = append(w.s.Allocs, a)
+					break
+				}
+			}
+		}
+	}
+}
+
+func (w *world) dropAllocs(j *Job) {
+	kept := w.s.Allocs[:0]
+	for _, a := range w.s.Allocs {
+		if a.Namespace != j.Namespace || a.JobID != j.ID {
+			kept = append(kept, a)
+		}
+	}
+	w.s.Allocs = kept
+}
+
+// finish removes admitted jobs whose run time is over.
+func (w *world) finish() {
+	kept := w.s.Jobs[:0]
+	for _, j := range w.s.Jobs {
+		if end, ok := w.ends[j.Key()]; ok && j.State == Admitted && !w.s.Now.Before(end) {
+			w.dropAllocs(j)
+			continue
+		}
+		kept = append(kept, j)
+	}
+	w.s.Jobs = kept
+}
+
+// usage sums the GPUs each namespace's allocations hold.
+func (w *world) usage() map[string]int {
+	out := map[string]int{}
+	for _, a := range w.s.Allocs {
+		out[a.Namespace] += a.Devices[h200]
+	}
+	return out
+}
+
+// preemptedBack lists pairs where a victim later preempted its preemptor.
+func (w *world) preemptedBack() []string {
+	var out []string
+	for p := range w.pairs {
+		var a, b string
+		fmt.Sscanf(replaceGt(p), "%s %s", &a, &b)
+		if w.pairs[b+">"+a] {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func replaceGt(s string) string {
+	out := []byte(s)
+	for i := range out {
+		if out[i] == '>' {
+			out[i] = ' '
+		}
+	}
+	return string(out)
+}
