@@ -8,7 +8,7 @@ import (
 )
 
 // benchSnapshot builds a busy cluster: nodes of 8 H200 with about 70 % of
-// them in use, and pending jobs of a few common shapes spread over the
+// them running one admitted job each (random class, checkpoint age), and pending jobs of a few common shapes spread over the
 // tenants, whose nominal quotas together match the cluster.
 func benchSnapshot(pending, nodes, tenants int) *Snapshot {
 	r := rand.New(rand.NewSource(1))
@@ -20,12 +20,18 @@ func benchSnapshot(pending, nodes, tenants int) *Snapshot {
 	}
 	var ns []*Node
 	var allocs []*Alloc
+	var running []*Job
 	for i := 0; i < nodes; i++ {
 		n := mkNode(fmt.Sprintf("n%05d", i)).Pool("gpu").CPU(64000).Mem(512*1024).Devices(h200, 8, "memory", "143771 MiB").Build()
 		ns = append(ns, n)
 		used := r.Intn(9)
-		if r.Intn(10) < 7 {
-			allocs = append(allocs, alloc(ts[r.Intn(tenants)].Namespace, fmt.Sprintf("run%d", i), "g", n.ID, int64(used)*4000, int64(used)*32768, map[string]int{h200: used}))
+		if r.Intn(10) < 7 && used > 0 {
+			ns := ts[r.Intn(tenants)].Namespace
+			a := alloc(ns, fmt.Sprintf("run%d", i), "g", n.ID, int64(used)*4000, int64(used)*32768, map[string]int{h200: used})
+			a.Started, a.StartedAt, a.LastCheckpoint = true, t0.Add(-time.Hour), t0.Add(-time.Duration(r.Intn(3600))*time.Second)
+			allocs = append(allocs, a)
+			running = append(running, mkJob(ns, a.JobID).State(Admitted).Pool("gpu").Class([]string{"high", "standard", "low"}[r.Intn(3)]).
+				CPU(int64(used)*4000).Mem(int64(used)*32768).Device("nvidia/gpu", used).Build())
 		}
 	}
 	shapes := []int{1, 1, 2, 4, 8}
@@ -36,23 +42,46 @@ func benchSnapshot(pending, nodes, tenants int) *Snapshot {
 			Class([]string{"high", "standard", "low"}[r.Intn(3)]).QueuedAt(t0.Add(time.Duration(i)*time.Second)).
 			Count(1+r.Intn(2)).CPU(int64(g)*4000).Mem(int64(g)*32768).Device("nvidia/gpu", g).Build())
 	}
-	s := snap(ts, ns, allocs, jobs...)
+	s := snap(ts, ns, allocs, append(running, jobs...)...)
 	s.Now = t0.Add(time.Duration(pending) * time.Second)
 	return s
 }
 
+// BenchmarkDecide measures a cycle without preemption (issue 5's
+// target); BenchmarkDecidePreemption the same snapshots with it.
 func BenchmarkDecide(b *testing.B) {
-	for _, pending := range []int{1000, 10000, 50000} {
-		for _, nodes := range []int{100, 1000, 5000} {
+	cfg := testConfig()
+	cfg.DisablePreemption = true
+	benchDecide(b, cfg, []int{1000, 10000, 50000}, []int{100, 1000, 5000})
+}
+
+// BenchmarkDecidePreemption is BenchmarkDecide with preemption on:
+// tenants below their nominal quota reclaim from those above.
+func BenchmarkDecidePreemption(b *testing.B) {
+	benchDecide(b, testConfig(), []int{1000, 10000}, []int{100, 1000})
+}
+
+func benchDecide(b *testing.B, cfg Config, pendings, nodeCounts []int) {
+	for _, pending := range pendings {
+		for _, nodes := range nodeCounts {
 			for _, tenants := range []int{10, 100} {
 				s := benchSnapshot(pending, nodes, tenants)
 				b.Run(fmt.Sprintf("pending=%d/nodes=%d/tenants=%d", pending, nodes, tenants), func(b *testing.B) {
 					b.ReportAllocs()
-					var admitted int
+					var p *Plan
 					for i := 0; i < b.N; i++ {
-						admitted = len(Decide(testConfig(), s).Decisions)
+						p = Decide(cfg, s)
+					}
+					admitted, victims := 0, 0
+					for _, d := range p.Decisions {
+						if d.Action == Admit {
+							admitted++
+						} else if d.Action == Requeue {
+							victims++
+						}
 					}
 					b.ReportMetric(float64(admitted), "admitted")
+					b.ReportMetric(float64(victims), "victims")
 				})
 			}
 		}
