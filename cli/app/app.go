@@ -10,7 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/allot-sh/allot/cli/class"
 	"github.com/allot-sh/allot/cli/completion"
+	"github.com/allot-sh/allot/cli/decisions"
 	"github.com/allot-sh/allot/cli/dev"
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
 	"github.com/allot-sh/allot/cli/job"
@@ -37,6 +39,8 @@ func App(stdout, stderr io.Writer) *cli.App {
 			quota.Command(),
 			queue.Command(),
 			job.Command(),
+			class.Command(),
+			decisions.Command(),
 			dev.Command(),
 			completion.Command(),
 		},
