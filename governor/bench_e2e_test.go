@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,21 +34,51 @@ func pendingJob(ns, id string) *api.Job {
 }
 
 // saveProfile stores a 5s CPU profile of the governor in path.
-func saveProfile(addr, path string) {
+func saveProfile(addr, path string) error {
 	resp, err := http.Get(addr + "/debug/pprof/profile?seconds=5")
 	if err != nil {
-		return
+		return fmt.Errorf("profiling the governor: %w", err)
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	_ = os.WriteFile(path, data, 0o644)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the profile: %w", err)
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 func pointerTo[T any](v T) *T { return &v }
 
-// BenchmarkE2E_Submit compares job registrations per second straight to
-// Nomad with registrations through the governor's proxy (with admission).
-func BenchmarkE2E_Submit(b *testing.B) {
+// submitPath is one way to register jobs: straight to Nomad in an
+// ungoverned namespace, or through the governor's proxy in a governed one.
+type submitPath struct {
+	name, ns string
+	client   *api.Client
+	// jobs and busy add up the measured registrations and their wall time.
+	jobs int
+	busy time.Duration
+	// govCPU and nomadCPU add up the CPU the governor and the Nomad server
+	// spent from the start of a chunk until its evaluations were processed.
+	govCPU, nomadCPU time.Duration
+}
+
+// submitEnv is one cluster with a governor, shared by every run of
+// BenchmarkE2E_Submit.
+type submitEnv struct {
+	c              *testcluster.Cluster
+	g              *testcluster.Governor
+	govPID, srvPID int
+	direct, proxy  *submitPath
+	seq            atomic.Int64
+}
+
+// submitWorkers is how many goroutines register jobs at once on each path.
+const submitWorkers = 8
+
+// submitChunk is how many jobs one timed chunk registers.
+const submitChunk = 250
+
+func newSubmitEnv(b *testing.B) *submitEnv {
 	c := testcluster.New(b, testcluster.Options{Clients: []testcluster.ClientSpec{{Name: "c1"}}})
 	if _, err := c.API.NodePools().Register(&api.NodePool{Name: "nowhere"}, nil); err != nil {
 		b.Fatal(err)
@@ -65,33 +97,193 @@ func BenchmarkE2E_Submit(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := c.StartGovernor("-config", cfgFile)
-	if prof := os.Getenv("ALLOT_BENCH_PROFILE"); prof != "" {
-		go saveProfile(g.Addr, prof)
+	e := &submitEnv{c: c, g: g,
+		govPID: findPID(b, func(args []string) bool { return args[0] == filepath.Join(c.Dir, "allot-governor") }),
+		srvPID: findPID(b, func(args []string) bool { return args[len(args)-1] == c.Server.ConfigPath() }),
+		direct: &submitPath{name: "direct", ns: "plain", client: apiClient(b, c.Addr())},
+		proxy:  &submitPath{name: "proxy", ns: "governed", client: apiClient(b, g.Addr)}}
+	// Warm-up: connections, the governor's first cycles, Nomad's caches.
+	for i := 0; i < 2; i++ {
+		e.chunk(b, e.direct, submitChunk)
+		e.chunk(b, e.proxy, submitChunk)
 	}
-	for _, path := range []struct{ name, addr, ns string }{{"direct", c.Addr(), "plain"}, {"proxy", g.Addr, "governed"}} {
-		b.Run(path.name, func(b *testing.B) {
-			cfg := api.DefaultConfig()
-			cfg.Address = path.addr
-			cfg.HttpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			client, err := api.NewClient(cfg)
+	if prof := os.Getenv("ALLOT_BENCH_PROFILE"); prof != "" {
+		e.profileProxy(b, prof)
+	}
+	return e
+}
+
+func apiClient(b *testing.B, addr string) *api.Client {
+	cfg := api.DefaultConfig()
+	cfg.Address = addr
+	cfg.HttpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	client, err := api.NewClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
+}
+
+// chunk registers n jobs on path p with submitWorkers goroutines and waits
+// until Nomad has processed each worker's last evaluation, so that no
+// chunk pays for the one before. It returns the wall time of the
+// registrations and the CPU the governor and the Nomad server spent from
+// the start until the evaluations were done.
+func (e *submitEnv) chunk(b *testing.B, p *submitPath, n int) (time.Duration, time.Duration, time.Duration) {
+	gov0, srv0 := cpuTime(b, e.govPID), cpuTime(b, e.srvPID)
+	var left atomic.Int64
+	left.Store(int64(n))
+	evals := make([]string, submitWorkers)
+	errs := make(chan error, submitWorkers)
+	start := time.Now()
+	for w := 0; w < submitWorkers; w++ {
+		go func(w int) {
+			for left.Add(-1) >= 0 {
+				id := fmt.Sprintf("%s-%d", p.name, e.seq.Add(1))
+				resp, _, err := p.client.Jobs().Register(pendingJob(p.ns, id), &api.WriteOptions{Namespace: p.ns})
+				if err != nil {
+					errs <- fmt.Errorf("registering %s: %w", id, err)
+					return
+				}
+				evals[w] = resp.EvalID
+			}
+			errs <- nil
+		}(w)
+	}
+	for w := 0; w < submitWorkers; w++ {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	for _, id := range evals {
+		e.waitEval(b, p.ns, id)
+	}
+	return took, cpuTime(b, e.govPID) - gov0, cpuTime(b, e.srvPID) - srv0
+}
+
+// waitEval polls until evaluation id is no longer pending.
+func (e *submitEnv) waitEval(b *testing.B, ns, id string) {
+	if id == "" {
+		return
+	}
+	e.c.Eventually(time.Minute, "evaluation "+id+" processed", func() error {
+		ev, _, err := e.c.API.Evaluations().Info(id, &api.QueryOptions{Namespace: ns})
+		if err != nil {
+			return err
+		}
+		if ev.Status == api.EvalStatusPending {
+			return fmt.Errorf("evaluation %s is %s", id, ev.Status)
+		}
+		return nil
+	})
+}
+
+// run measures n jobs on each path in chunks, alternating which path goes
+// first (direct, proxy, proxy, direct, …) so both see the same cluster
+// state and the same background load on average.
+func (e *submitEnv) run(b *testing.B, n int) {
+	for _, p := range []*submitPath{e.direct, e.proxy} {
+		p.jobs, p.busy, p.govCPU, p.nomadCPU = 0, 0, 0, 0
+	}
+	order := []*submitPath{e.direct, e.proxy}
+	for done := 0; done < n; done += submitChunk {
+		size := submitChunk
+		if n-done < size {
+			size = n - done
+		}
+		for _, p := range order {
+			took, gov, srv := e.chunk(b, p, size)
+			p.jobs, p.busy, p.govCPU, p.nomadCPU = p.jobs+size, p.busy+took, p.govCPU+gov, p.nomadCPU+srv
+		}
+		order[0], order[1] = order[1], order[0]
+	}
+}
+
+func (p *submitPath) rate() float64 { return float64(p.jobs) / p.busy.Seconds() }
+
+func (p *submitPath) report(b *testing.B) {
+	b.ReportMetric(p.rate(), p.name+"-jobs/s")
+	b.ReportMetric(float64(p.govCPU.Microseconds())/float64(p.jobs), p.name+"-gov-cpu-us/job")
+	b.ReportMetric(float64(p.nomadCPU.Microseconds())/float64(p.jobs), p.name+"-nomad-cpu-us/job")
+}
+
+// profileProxy saves a 5s CPU profile of the governor taken while jobs go
+// through the proxy.
+func (e *submitEnv) profileProxy(b *testing.B, path string) {
+	done := make(chan error, 1)
+	go func() { done <- saveProfile(e.g.Addr, path) }()
+	for {
+		select {
+		case err := <-done:
 			if err != nil {
 				b.Fatal(err)
 			}
-			var n atomic.Int64
-			b.SetParallelism(4)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					id := fmt.Sprintf("%s-%d", path.name, n.Add(1))
-					if _, _, err := client.Jobs().Register(pendingJob(path.ns, id), &api.WriteOptions{Namespace: path.ns}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-		})
+			return
+		default:
+			e.chunk(b, e.proxy, submitChunk)
+		}
 	}
+}
+
+// findPID returns the process whose command line matches.
+func findPID(b *testing.B, match func(args []string) bool) int {
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range procs {
+		data, err := os.ReadFile(f)
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		if match(strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return pid
+		}
+	}
+	b.Fatal("process not found")
+	return 0
+}
+
+// cpuTime is the user+system CPU time of process pid (all threads), from
+// /proc/<pid>/stat in clock ticks of 10ms (USER_HZ on Linux).
+func cpuTime(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses: state is
+	// field 3, utime 14 and stime 15.
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// BenchmarkE2E_Submit compares job registrations per second straight to
+// Nomad with registrations through the governor's proxy (with admission),
+// on a fresh cluster per run so that runs are independent samples (Nomad
+// and the governor get slower as jobs pile up). One op is one job on each
+// path. Run it with -benchtime 1000x -count 5 and take the median of
+// proxy/direct-%.
+func BenchmarkE2E_Submit(b *testing.B) {
+	if b.N == 1 {
+		// Go first calls a benchmark with b.N = 1 to size it; with
+		// -benchtime Nx that call is discarded, so do not start a cluster
+		// for it.
+		return
+	}
+	e := newSubmitEnv(b)
+	b.ResetTimer()
+	e.run(b, b.N)
+	e.direct.report(b)
+	e.proxy.report(b)
+	b.ReportMetric(100*e.proxy.rate()/e.direct.rate(), "proxy/direct-%")
 }
 
 // BenchmarkE2E_TimeToRunning measures, per iteration, the time from a

@@ -18,9 +18,9 @@ var Topics = map[api.Topic][]string{
 	api.TopicEvaluation: {"*"}, api.TopicDeployment: {"*"},
 }
 
-// Frame is one frame of Nomad's event stream, with payloads kept raw so
-// they decode straight into api types (no float64 detour, no
-// mapstructure tags).
+// Frame is one frame of Nomad's event stream, payloads decoded with
+// encoding/json straight into api types (no float64 detour, no
+// mapstructure tags) in the reader's goroutine, outside the store's lock.
 type Frame struct {
 	Index  uint64
 	Events []Event
@@ -35,7 +35,19 @@ type Event struct {
 	Key       string
 	Namespace string
 	Index     uint64
-	Payload   json.RawMessage
+	Payload   Payload
+}
+
+// Payload is what the store reads of an event's payload: the object of
+// the event's topic, decoded with the wire types (the api package's own
+// Event.Job() decodes with mapstructure, which honours the
+// `mapstructure:"memory"` tag of api.Resources and so loses MemoryMB).
+// Payloads of other topics (deployments) are scanned and dropped.
+type Payload struct {
+	Job        *wireJob
+	Allocation *wireAlloc
+	Node       *api.Node
+	Evaluation *wireEval
 }
 
 // heartbeat tells whether the frame is Nomad's empty keep-alive.
@@ -81,44 +93,18 @@ func (s *Store) Apply(frame *Frame) error {
 	return nil
 }
 
-// payload is an event's payload decoded with encoding/json. (The api
-// package's own Event.Job() decodes with mapstructure, which honours the
-// `mapstructure:"memory"` tag of api.Resources and so loses MemoryMB.)
-type payload struct {
-	Job        *api.Job
-	Allocation *api.Allocation
-	Node       *api.Node
-	Evaluation *api.Evaluation
-}
-
-func decodePayload(e *Event) (*payload, error) {
-	var p payload
-	if err := json.Unmarshal(e.Payload, &p); err != nil {
-		return nil, fmt.Errorf("decoding payload: %w", err)
-	}
-	return &p, nil
-}
-
 func (s *Store) applyEvent(e *Event) error {
-	switch e.Topic {
-	case api.TopicJob, api.TopicAllocation, api.TopicNode, api.TopicEvaluation:
-	default:
-		return nil
-	}
-	p, err := decodePayload(e)
-	if err != nil {
-		return err
-	}
+	p := &e.Payload
 	switch e.Topic {
 	case api.TopicJob:
 		if p.Job == nil {
 			return orMissing(nil, "job")
 		}
-		s.putJob(p.Job, true)
+		s.putJob(p.Job.job(), true)
 	case api.TopicEvaluation:
 		// A purge deletes the job without a job event; its deregister
 		// evaluation is the only trace, so the watcher checks the job.
-		ev := p.Evaluation
+		ev := p.Evaluation.eval()
 		if ev == nil {
 			return orMissing(nil, "evaluation")
 		}
@@ -129,7 +115,7 @@ func (s *Store) applyEvent(e *Event) error {
 		if p.Allocation == nil {
 			return orMissing(nil, "allocation")
 		}
-		s.putAlloc(p.Allocation)
+		s.putAlloc(p.Allocation.alloc())
 	case api.TopicNode:
 		if p.Node == nil {
 			return orMissing(nil, "node")

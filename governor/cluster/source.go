@@ -97,7 +97,14 @@ func (n *NomadSource) Events(ctx context.Context, index uint64) (<-chan *Frame, 
 			q.Add("topic", string(topic)+":"+k)
 		}
 	}
-	body, err := n.Client.Raw().Response("/v1/event/stream?"+q.Encode(), (&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
+	// Nomad gzips every response whose request accepts gzip, and the api
+	// client always adds "Accept-Encoding: gzip" after the query's headers;
+	// Nomad's compression handler reads only the first value, so this
+	// header keeps the stream uncompressed: on the loopback or a LAN,
+	// compressing every frame costs the server and the governor CPU for
+	// nothing.
+	opts := &api.QueryOptions{Namespace: "*", Headers: map[string]string{"Accept-Encoding": "identity"}}
+	body, err := n.Client.Raw().Response("/v1/event/stream?"+q.Encode(), opts.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("opening event stream at index %d: %w", index, err)
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -73,9 +72,9 @@ func (p *Proxy) readJob(r *http.Request, ns, id string) (*engine.Job, bool) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return nil, false
 	}
-	var j api.Job
-	if json.Unmarshal(data, &j) != nil {
+	j, err := cluster.DecodeJob(data)
+	if err != nil {
 		return nil, false
 	}
-	return cluster.ConvertJob(&j), true
+	return cluster.ConvertJob(j), true
 }

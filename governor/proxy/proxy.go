@@ -116,7 +116,9 @@ func (p *Proxy) forward(r *http.Request, body []byte) (*http.Response, []byte, e
 		return nil, nil, fmt.Errorf("building request to Nomad: %w", err)
 	}
 	out.Header = r.Header.Clone()
-	out.Header.Del("Accept-Encoding") // let the transport negotiate and decode gzip
+	// Nomad would gzip the response and the governor unzip it again, on
+	// every submission: ask for it plain.
+	out.Header.Set("Accept-Encoding", "identity")
 	out.Header.Del("Content-Length")
 	resp, err := p.client.Do(out)
 	if err != nil {

@@ -19,7 +19,8 @@ import (
 type submission struct {
 	body map[string]json.RawMessage
 	job  map[string]json.RawMessage
-	// parsed is the job decoded for admission.
+	// parsed is the job decoded for admission (what the governor reads of
+	// it: cluster.DecodeJob).
 	parsed *api.Job
 	ns     string
 }
@@ -31,9 +32,11 @@ func parseSubmission(r *http.Request, body []byte) (*submission, bool) {
 	if json.Unmarshal(body, &s.body) != nil || json.Unmarshal(s.body["Job"], &s.job) != nil {
 		return nil, false
 	}
-	if json.Unmarshal(s.body["Job"], &s.parsed) != nil || s.parsed == nil || s.parsed.ID == nil {
+	parsed, err := cluster.DecodeJob(s.body["Job"])
+	if err != nil || parsed.ID == nil {
 		return nil, false
 	}
+	s.parsed = parsed
 	s.ns = namespaceOf(r, s.parsed)
 	return s, true
 }
