@@ -22,9 +22,10 @@ func Command() *cli.Command {
 			Name:  "up",
 			Usage: "start a local Nomad with Allot's plugins and run until Ctrl-C",
 			Description: "Starts a single Nomad v1.6.1 agent (server and client) bound to 127.0.0.1\n" +
-				"with the plugins found in -bin-dir, waits until its node is ready, prints\n" +
-				"what to do next, and on Ctrl-C stops every job and the agent and removes\n" +
-				"its data. This is what `make dev` runs.",
+				"with the plugins found in -bin-dir, waits until its node is ready, creates\n" +
+				"the demo tenants ml-research and ml-prod, starts allot-governor in front of\n" +
+				"Nomad, prints what to do next, and on Ctrl-C stops the governor, every job\n" +
+				"and the agent and removes its data. This is what `make dev` runs.",
 			Flags:  upFlags(),
 			Action: upAction,
 		}},
@@ -38,6 +39,7 @@ func upFlags() []cli.Flag {
 		&cli.IntFlag{Name: "http-port", Value: 4646, Usage: "Nomad HTTP API and UI port"},
 		&cli.IntFlag{Name: "rpc-port", Value: 4647, Usage: "Nomad RPC port"},
 		&cli.IntFlag{Name: "serf-port", Value: 4648, Usage: "Nomad serf port"},
+		&cli.IntFlag{Name: "governor-port", Value: 4680, Usage: "allot-governor port (Nomad API proxy, /allot/v1, /metrics)"},
 		&cli.StringFlag{Name: "log-level", Value: "INFO", Usage: "Nomad agent log level"},
 		&cli.StringFlag{Name: "inventory", Usage: "device inventory file (default: device-plugin/inventory/examples/dev-node.hcl beside -bin-dir)"},
 	}
@@ -81,6 +83,7 @@ func optionsFrom(c *cli.Context) (Options, error) {
 		HTTPPort:      c.Int("http-port"),
 		RPCPort:       c.Int("rpc-port"),
 		SerfPort:      c.Int("serf-port"),
+		GovernorPort:  c.Int("governor-port"),
 		LogLevel:      c.String("log-level"),
 	}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	gapi "github.com/allot-sh/allot/governor/api"
 	"github.com/allot-sh/allot/internal/nomadagent"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
@@ -43,19 +44,19 @@ func TestE2E_DevUp(t *testing.T) {
 	nomadBin, err := testcluster.NomadBinary()
 	must.NoError(t, err)
 	binDir := filepath.Dir(nomadBin)
-	for _, p := range []string{"nomad-device-accel", "nomad-driver-ckpt"} {
+	for _, p := range []string{"nomad-device-accel", "nomad-driver-ckpt", "allot-governor"} {
 		_, err := os.Stat(filepath.Join(binDir, p))
 		must.NoError(t, err, must.Sprintf("%s missing from %s: `make e2e` builds it", p, binDir))
 	}
 	root, err := testcluster.RepoRoot()
 	must.NoError(t, err)
-	ports, err := nomadagent.FreePorts(3)
+	ports, err := nomadagent.FreePorts(4)
 	must.NoError(t, err)
 	dir := t.TempDir()
 	opts := Options{
 		Dir: dir, BinDir: binDir, LogLevel: "DEBUG",
 		InventoryFile: filepath.Join(root, "device-plugin", "inventory", "examples", "dev-node.hcl"),
-		HTTPPort:      ports[0], RPCPort: ports[1], SerfPort: ports[2],
+		HTTPPort:      ports[0], RPCPort: ports[1], SerfPort: ports[2], GovernorPort: ports[3],
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -68,7 +69,8 @@ func TestE2E_DevUp(t *testing.T) {
 		<-done
 		if t.Failed() {
 			log, _ := os.ReadFile(filepath.Join(dir, "nomad", "agent.log"))
-			t.Logf("dev up output:\n%s\nagent log:\n%s", out.String(), log)
+			gov, _ := os.ReadFile(filepath.Join(dir, "governor.log"))
+			t.Logf("dev up output:\n%s\nagent log:\n%s\ngovernor log:\n%s", out.String(), log, gov)
 		}
 	})
 
@@ -83,7 +85,8 @@ func TestE2E_DevUp(t *testing.T) {
 		}
 		return nil
 	})
-	must.StrContains(t, out.String(), "export NOMAD_ADDR=http://127.0.0.1:")
+	govAddr := "http://127.0.0.1:" + itoa(ports[3])
+	must.StrContains(t, out.String(), "export NOMAD_ADDR="+govAddr)
 
 	client, err := api.NewClient(&api.Config{Address: "http://127.0.0.1:" + itoa(ports[0])})
 	must.NoError(t, err)
@@ -94,6 +97,15 @@ func TestE2E_DevUp(t *testing.T) {
 	must.Eq(t, 8, testcluster.HealthyDevices(node, "nvidia/gpu"))
 	must.Eq(t, 8, testcluster.HealthyDevices(node, "huawei/npu"))
 	must.StrContains(t, out.String(), "8× nvidia/gpu/H200")
+
+	tenants, err := (&gapi.Client{Address: govAddr}).Tenants(context.Background())
+	must.NoError(t, err)
+	var names []string
+	for _, tn := range tenants.Tenants {
+		names = append(names, tn.Namespace)
+		must.Eq(t, int64(4), tn.Quota["gpu"], must.Sprintf("tenant %s quota", tn.Namespace))
+	}
+	must.SliceContainsAll(t, names, []string{"ml-research", "ml-prod"})
 
 	cancel()
 	select {

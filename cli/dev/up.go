@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/internal/nomadagent"
+	"github.com/allot-sh/allot/internal/proc"
 )
 
 // NodeName is the dev node's name.
@@ -28,6 +29,8 @@ type Options struct {
 	BinDir                      string
 	HTTPPort, RPCPort, SerfPort int
 	LogLevel                    string
+	// GovernorPort is allot-governor's port (proxy, API, metrics).
+	GovernorPort int
 	// InventoryFile describes the dev node's accelerators for the device
 	// plugin's inventory backend.
 	InventoryFile string
@@ -40,6 +43,8 @@ type Env struct {
 	Options
 	Agent *nomadagent.Agent
 	Nomad *api.Client
+	// Governor is the running allot-governor, nil when it is not built.
+	Governor *proc.Process
 	// Plugins are the project plugins the agent loaded.
 	Plugins []string
 }
@@ -74,7 +79,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (*Env, error) {
 	if _, err := os.Stat(nomadBin); err != nil {
 		return nil, fmt.Errorf("%s not found: run `make build` first: %w", nomadBin, err)
 	}
-	if err := checkPortsFree(opts.HTTPPort, opts.RPCPort, opts.SerfPort); err != nil {
+	if err := checkPortsFree(opts.HTTPPort, opts.RPCPort, opts.SerfPort, opts.GovernorPort); err != nil {
 		return nil, err
 	}
 	if err := resetDir(opts.Dir); err != nil {
@@ -96,7 +101,7 @@ func Start(ctx context.Context, opts Options, out io.Writer) (*Env, error) {
 	if err := env.startNomad(startCtx, out); err != nil {
 		return env, err
 	}
-	return env, nil
+	return env, env.startGovernor(startCtx, out)
 }
 
 func (e *Env) startNomad(ctx context.Context, out io.Writer) error {
@@ -159,6 +164,7 @@ func (e *Env) drivers() []string {
 // Stop stops every job (so tasks end through Nomad), then the agent, sweeps
 // any process or mount left under Dir and removes the agent's data.
 func (e *Env) Stop(out io.Writer) {
+	e.stopGovernor(out)
 	if e.Nomad != nil && e.Agent.Running() {
 		fmt.Fprintln(out, "    stopping jobs")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -214,6 +220,9 @@ func resetDir(dir string) error {
 func checkPortsFree(ports ...int) error {
 	var busy []string
 	for _, p := range ports {
+		if p <= 0 || p > 65535 {
+			return fmt.Errorf("port %d is not a valid port", p)
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			busy = append(busy, fmt.Sprint(p))
@@ -222,7 +231,7 @@ func checkPortsFree(ports ...int) error {
 		l.Close()
 	}
 	if len(busy) > 0 {
-		return fmt.Errorf("port(s) %s on 127.0.0.1 already in use (another Nomad or `dev up` running?); pick others with -http-port, -rpc-port, -serf-port: %w",
+		return fmt.Errorf("port(s) %s on 127.0.0.1 already in use (another Nomad or `dev up` running?); pick others with -http-port, -rpc-port, -serf-port, -governor-port: %w",
 			strings.Join(busy, ", "), errPortBusy)
 	}
 	return nil
@@ -231,17 +240,25 @@ func checkPortsFree(ports ...int) error {
 var errPortBusy = errors.New("port busy")
 
 func printNext(out io.Writer, e *Env) {
-	addr := e.Agent.Config().HTTPAddr()
+	nomadAddr := e.Agent.Config().HTTPAddr()
+	addr, via := nomadAddr, "Nomad directly (the governor is not built)"
+	if e.Governor != nil {
+		addr, via = e.GovernorAddr(), "the governor: every job goes through admission"
+	}
+	bin := func(name string) string { return filepath.Join(e.BinDir, name) }
 	fmt.Fprintf(out, `
 ==> Allot dev environment is ready. In another terminal:
 
-    export NOMAD_ADDR=%s
+    export NOMAD_ADDR=%s   # %s
     %s node status
+    %s job run -var namespace=ml-research -var script_dir=$PWD/jobspecs jobspecs/train-gpu.nomad.hcl
+    %s tenant list
+    %s queue
 
-    Nomad UI: %s/ui
+    Nomad UI: %s/ui    (Nomad itself: %s)
 
     Press Ctrl-C to stop everything and clean up.
-`, addr, filepath.Join(e.BinDir, "nomad"), addr)
+`, addr, via, bin("nomad"), bin("nomad"), bin("allotctl"), bin("allotctl"), nomadAddr, nomadAddr)
 }
 
 func listOrNone(s []string) string {
