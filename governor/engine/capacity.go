@@ -15,6 +15,8 @@ type freeNode struct {
 	node     *Node
 	cpu, mem int64
 	dev      []int // free instances, parallel to node.Devices
+	// ids holds node.Devices' "vendor/type/model", computed once.
+	ids []string
 }
 
 // take is one reservation on a node, kept so a failed gang can be undone.
@@ -57,9 +59,9 @@ type capacity struct {
 func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
 	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}, cursor: map[string]int{}}
 	for _, n := range nodes {
-		fn := &freeNode{node: n, cpu: n.CPU, mem: n.MemoryMB, dev: make([]int, len(n.Devices))}
-		for i, d := range n.Devices {
-			fn.dev[i] = d.Healthy
+		fn := &freeNode{node: n, cpu: n.CPU, mem: n.MemoryMB, dev: make([]int, len(n.Devices)), ids: make([]string, len(n.Devices))}
+		for i := range n.Devices {
+			fn.dev[i], fn.ids[i] = n.Devices[i].Healthy, n.Devices[i].ID()
 		}
 		c.nodes = append(c.nodes, fn)
 	}
@@ -72,8 +74,8 @@ func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
 		if fn := c.byID[a.NodeID]; fn != nil && a.Live {
 			fn.cpu -= a.CPU
 			fn.mem -= a.MemoryMB
-			for i, d := range fn.node.Devices {
-				fn.dev[i] -= a.Devices[d.ID()]
+			for i, id := range fn.ids {
+				fn.dev[i] -= a.Devices[id]
 			}
 		}
 	}
@@ -145,7 +147,7 @@ func (c *capacity) fitGroup(j *Job, g *Group, key string, n int, nodes []*freeNo
 			res.takes = append(res.takes, tk)
 			for _, dt := range tk.dev {
 				d := &fn.node.Devices[dt.idx]
-				res.models[d.ID()] += int64(dt.n)
+				res.models[fn.ids[dt.idx]] += int64(dt.n)
 				res.models[d.Type] += int64(dt.n)
 			}
 			placed++

@@ -22,6 +22,8 @@ type preemptState struct {
 	// stoppingUse is what the stopping allocations hold, by tenant.
 	stoppingUse map[*account]quota.Vector
 	built       bool
+	// owed holds the preemptors whose victims were requeued recently.
+	owed map[string]bool
 	// failed remembers preemptor shapes that found no victims while the
 	// cohort's usage did not change.
 	failed map[string]uint64
@@ -41,6 +43,7 @@ const reclaimWindow = 5 * time.Minute
 // them within reclaimWindow (victims name them in allot.preempted-by).
 func (cy *cycle) owedPreemptors(jobs []*Job) map[string]bool {
 	owed := map[string]bool{}
+	cy.pre.owed = owed
 	for _, j := range jobs {
 		if j.State == Queued && j.PreemptedBy != "" && cy.s.Now.Sub(j.RequeuedAt) <= reclaimWindow {
 			keys := strings.Fields(j.PreemptedBy)
@@ -161,7 +164,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	}
 	cy.buildPool()
 	s := cy.newSim(j, acct)
-	if len(cy.pre.stopping) > 0 && s.feasible(nil) {
+	// A preemptor whose victims are still stopping waits for them rather
+	// than preempting more.
+	if cy.pre.owed[j.Key()] && len(cy.pre.stopping) > 0 && s.feasible(nil) {
 		return fmt.Sprintf("waiting for stopping jobs to free their resources (%s); admitted once they are free", failed.Name), true
 	}
 	cands := cy.candidates(j, acct, s)

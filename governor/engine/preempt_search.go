@@ -120,8 +120,8 @@ func (c *capacity) shift(a *Alloc, sign int64) {
 	}
 	fn.cpu += sign * a.CPU
 	fn.mem += sign * a.MemoryMB
-	for i := range fn.node.Devices {
-		if n := a.Devices[fn.node.Devices[i].ID()]; n > 0 {
+	for i, id := range fn.ids {
+		if n := a.Devices[id]; n > 0 {
 			fn.dev[i] += int(sign) * n
 		}
 	}

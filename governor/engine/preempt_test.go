@@ -137,6 +137,15 @@ func TestPreemptionRules(t *testing.T) {
 			}(),
 			victims: []string{"a2<-b/back"},
 		},
+		"a reclaiming preemptor goes first in the queue": {
+			sc: func() *scene {
+				sc := twoTenants().run("a", "a1", "low", "n1", 4, 1)
+				sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "b/boss", t0
+				sc.allocs, sc.nodes = nil, sc.nodes[:1] // a1 stopped: its GPUs are free
+				return sc.queue(gpuJob("a", "borrower", "high", 4)).queue(gpuJob("b", "boss", "low", 4))
+			}(),
+			reason: "admitted",
+		},
 		"preemption can be disabled": {
 			sc:     twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1).queue(gpuJob("b", "boss", "standard", 4)),
 			cfg:    func(c *Config) { c.DisablePreemption = true },
@@ -145,7 +154,8 @@ func TestPreemptionRules(t *testing.T) {
 		"jobs already stopping make room: nothing more is preempted": {
 			sc: func() *scene {
 				sc := twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1)
-				sc.jobs[0].State = Queued // held by the last cycle, its allocation still stopping
+				// Held by the last cycle for boss, its allocation still stopping.
+				sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "b/boss", t0
 				return sc.queue(gpuJob("b", "boss", "standard", 4))
 			}(),
 			reason: "waiting for stopping jobs",
@@ -165,7 +175,9 @@ func TestPreemptionRules(t *testing.T) {
 				must.StrContains(t, findVerdict(t, p, preemptor.ID).Reason, tc.reason)
 			}
 			for _, d := range p.Decisions {
-				must.NotEq(t, Admit, d.Action, must.Sprintf("nothing is admitted before the victims stop: %v", d))
+				if d.JobID != preemptor.ID || tc.reason != "admitted" {
+					must.NotEq(t, Admit, d.Action, must.Sprintf("nothing else is admitted: %v", d))
+				}
 			}
 		})
 	}

@@ -73,11 +73,9 @@ func (cy *cycle) admitQueue(q []*Job) {
 		}
 		acct.queued++
 		tenantPos[j.Namespace]++
+		// The verdict is final here: the queue holds a copy of it.
 		v.Position, v.TenantPosition = len(cy.plan.Queue)+1, tenantPos[j.Namespace]
 		cy.plan.Queue = append(cy.plan.Queue, *v)
-	}
-	for i := range cy.plan.Queue {
-		*cy.plan.Verdicts[cy.plan.Queue[i].Namespace+"/"+cy.plan.Queue[i].JobID] = cy.plan.Queue[i]
 	}
 }
 
