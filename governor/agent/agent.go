@@ -35,6 +35,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 		return err
 	}
 	target, _ := url.Parse(cfg.Nomad.Address) // validated by config
+	warnNomadPreemption(client, log)
 	m := metrics.New()
 	book := quota.NewBook(cfg.ClassNames())
 	store := cluster.NewStore(book, cfg.GovernsNamespace)
@@ -76,6 +77,22 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// warnNomadPreemption logs a warning when Nomad's own batch or service
+// preemption is on: it is quota-blind and checkpoint-blind, and would fight
+// the governor's preemption (docs/governor.md, "Nomad's own preemption").
+func warnNomadPreemption(client *api.Client, log hclog.Logger) {
+	sc, _, err := client.Operator().SchedulerGetConfiguration(nil)
+	if err != nil || sc == nil || sc.SchedulerConfig == nil {
+		log.Debug("could not read Nomad's scheduler configuration", "error", err)
+		return
+	}
+	pc := sc.SchedulerConfig.PreemptionConfig
+	if pc.BatchSchedulerEnabled || pc.ServiceSchedulerEnabled {
+		log.Warn("Nomad's batch/service scheduler preemption is enabled; the governor owns preemption for governed jobs, disable it (nomad operator scheduler set-config -preempt-batch-scheduler=false -preempt-service-scheduler=false)",
+			"batch", pc.BatchSchedulerEnabled, "service", pc.ServiceSchedulerEnabled)
+	}
 }
 
 // EngineConfig maps the configuration onto the engine's.
