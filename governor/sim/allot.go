@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"sort"
+
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+// cycle is one governor cycle: the real engine decides on a snapshot of
+// the simulated cluster; admitted jobs go to Nomad (the placement model),
+// requeued jobs (preemption victims, gang timeouts) stop and queue again.
+func (s *sim) cycle() {
+	s.dirty = false
+	s.m.lastCycle = s.now
+	s.m.cycles++
+	plan := engine.Decide(s.opts.Engine, s.snapshot())
+	byKey := map[string]*jobRun{}
+	for _, j := range s.held {
+		byKey[j.key()] = j
+	}
+	for _, j := range s.jobs {
+		if j.admitted && !j.done {
+			byKey[j.key()] = j
+		}
+	}
+	var admits []*jobRun
+	for _, d := range plan.Decisions {
+		j := byKey[d.Namespace+"/"+d.JobID]
+		if j == nil {
+			continue
+		}
+		switch {
+		case d.Action == engine.Admit && j.held:
+			admits = append(admits, j)
+		case d.Action.String() == "requeue" && j.admitted:
+			s.requeue(j)
+		}
+	}
+	for _, j := range admits {
+		s.admit(j)
+	}
+}
+
+func (s *sim) admit(j *jobRun) {
+	j.held, j.admitted = false, true
+	s.removeHeld(j)
+	s.toNomad(j)
+}
+
+// requeue stops every allocation of an admitted job and queues it again
+// at its original queue time.
+func (s *sim) requeue(j *jobRun) {
+	s.interrupt(j)
+	s.m.preemption(j)
+	for len(j.allocs) > 0 {
+		s.stopAlloc(j.allocs[len(j.allocs)-1])
+	}
+	j.pending = j.pending[:0]
+	for i, b := range s.blocked {
+		if b == j {
+			s.blocked = append(s.blocked[:i], s.blocked[i+1:]...)
+			break
+		}
+	}
+	j.admitted, j.held = false, true
+	j.requeues++
+	s.held = append(s.held, j)
+	s.dirty = true
+}
+
+func (s *sim) removeHeld(j *jobRun) {
+	for i, h := range s.held {
+		if h == j {
+			s.held = append(s.held[:i], s.held[i+1:]...)
+			return
+		}
+	}
+}
+
+// snapshot is what the governor would read from Nomad now.
+func (s *sim) snapshot() *engine.Snapshot {
+	snap := &engine.Snapshot{Now: epoch.Add(s.now), Tenants: s.tenants, Nodes: s.engNodes,
+		Allocs: make([]*engine.Alloc, 0, len(s.live))}
+	for _, a := range s.live {
+		fillAlloc(a, s.now)
+		snap.Allocs = append(snap.Allocs, a.eng)
+	}
+	for _, j := range s.jobs {
+		if (j.held || j.admitted) && !j.done {
+			snap.Jobs = append(snap.Jobs, s.engineJob(j))
+		}
+	}
+	sort.Slice(snap.Jobs, func(a, b int) bool { return snap.Jobs[a].ID < snap.Jobs[b].ID })
+	return snap
+}
+
+func (s *sim) engineJob(j *jobRun) *engine.Job {
+	w := j.w
+	ej := &engine.Job{Namespace: w.Tenant, ID: w.ID, Class: w.Class, State: engine.Admitted,
+		QueuedAt: epoch.Add(j.queuedAt), SubmittedAt: epoch.Add(w.Submit), Version: uint64(1 + j.requeues),
+		NodePool: w.Pool}
+	if j.held {
+		ej.State = engine.Queued
+	}
+	if ej.NodePool == "" {
+		ej.NodePool = "default"
+	}
+	for _, g := range w.Groups {
+		eg := engine.Group{Name: g.Name, Count: g.Count, CPU: g.CPU, MemoryMB: g.MemoryMB}
+		if g.GPUs > 0 {
+			eg.Devices = []engine.DeviceRequest{{Name: g.Device, Count: g.GPUs}}
+		}
+		ej.Groups = append(ej.Groups, eg)
+	}
+	fillJob(ej, j, s.now)
+	return ej
+}

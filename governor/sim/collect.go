@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/workload"
+)
+
+// Sample is the cluster at one instant.
+type Sample struct {
+	T time.Duration
+	// Allocated counts GPUs held by live allocations; Useful only those of
+	// jobs whose allocations all run (a partly placed gang holds GPUs idle).
+	Allocated, Useful int
+	// Tenant and Demand hold, per tenant (Result.Tenants order), the GPUs
+	// allocated and the GPUs its submitted, unfinished jobs ask for.
+	Tenant, Demand []int
+}
+
+type collector struct {
+	tenants   []string
+	tIdx      map[string]int
+	gpus      int
+	alloc     int
+	perTenant []int
+	lastT     time.Duration
+	gpuSec    float64
+	lastCycle time.Duration
+	cycles    int
+	samples   []Sample
+	preempts  int
+	maxAlloc  int
+}
+
+func newCollector(spec *fleet.Spec, jobs []*workload.Job, _ Options) *collector {
+	m := &collector{tenants: spec.TenantNames(), tIdx: map[string]int{}, gpus: spec.GPUs(), lastCycle: -1}
+	for i, t := range m.tenants {
+		m.tIdx[t] = i
+	}
+	m.perTenant = make([]int, len(m.tenants))
+	return m
+}
+
+// advance integrates allocated GPU-seconds up to now.
+func (m *collector) advance(now time.Duration) {
+	m.gpuSec += float64(m.alloc) * (now - m.lastT).Seconds()
+	m.lastT = now
+}
+
+func (m *collector) allocatedAt(now time.Duration, tenant string, delta int) {
+	m.advance(now)
+	m.alloc += delta
+	m.perTenant[m.tIdx[tenant]] += delta
+	if m.alloc > m.maxAlloc {
+		m.maxAlloc = m.alloc
+	}
+}
+
+func (m *collector) preemption(*jobRun) { m.preempts++ }
+
+func (m *collector) sample(s *sim) {
+	smp := Sample{T: s.now, Allocated: m.alloc, Tenant: append([]int(nil), m.perTenant...),
+		Demand: make([]int, len(m.tenants))}
+	for _, a := range s.live {
+		if a.job.running {
+			smp.Useful += a.gpus
+		}
+	}
+	for _, j := range s.jobs {
+		if j.w.Submit > s.now {
+			break
+		}
+		if !j.done {
+			smp.Demand[m.tIdx[j.w.Tenant]] += j.w.GPUs()
+		}
+	}
+	m.samples = append(m.samples, smp)
+}
+
+func (m *collector) finish(s *sim) { m.advance(s.now) }

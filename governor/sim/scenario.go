@@ -1,0 +1,36 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/workload"
+)
+
+// Week is the standard scenario's span.
+const Week = 7 * 24 * time.Hour
+
+// Scenario is a cluster plus a generated workload.
+type Scenario struct {
+	Spec *fleet.Spec
+	Jobs []*workload.Job
+	// Params are the generator's parameters (zero for a trace).
+	Params workload.Params
+}
+
+// Generate builds the workload of spec's tenants (their load shares) for
+// jobs jobs over span at the given offered load.
+func Generate(spec *fleet.Spec, seed int64, jobs int, span time.Duration, load float64) (*Scenario, error) {
+	p := workload.Params{Seed: seed, Jobs: jobs, Span: span, CapacityGPUs: spec.GPUs(), Load: load}
+	for _, t := range spec.Tenants {
+		if t.Load > 0 {
+			p.Tenants = append(p.Tenants, workload.TenantLoad{Name: t.Name, Share: t.Load})
+		}
+	}
+	js, err := workload.Generate(p)
+	if err != nil {
+		return nil, fmt.Errorf("generating the workload: %w", err)
+	}
+	return &Scenario{Spec: spec, Jobs: js, Params: p}, nil
+}

@@ -1,0 +1,252 @@
+package sim
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Stats summarises durations.
+type Stats struct {
+	N                        int
+	Mean, P50, P95, P99, Max time.Duration
+}
+
+// NewStats computes the statistics of ds (nearest-rank percentiles).
+func NewStats(ds []time.Duration) Stats {
+	if len(ds) == 0 {
+		return Stats{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	var sum float64
+	for _, d := range s {
+		sum += float64(d)
+	}
+	pct := func(p float64) time.Duration {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		if i < 0 {
+			i = 0
+		}
+		return s[i]
+	}
+	return Stats{N: len(s), Mean: time.Duration(sum / float64(len(s))), P50: pct(0.5), P95: pct(0.95),
+		P99: pct(0.99), Max: s[len(s)-1]}
+}
+
+// TenantShare compares what a tenant received with what it was entitled
+// to, in GPU-hours over the workload's span.
+type TenantShare struct {
+	Tenant string
+	// Nominal is the tenant's GPU quota; Offered its offered load as a
+	// fraction of the cluster; WithinNominal tells whether that load fits
+	// its nominal share.
+	Nominal       int
+	Offered       float64
+	WithinNominal bool
+	Received      float64
+	Entitled      float64
+}
+
+// Summary holds a run's headline metrics.
+type Summary struct {
+	Policy   Policy
+	Jobs     int
+	Finished int
+	// Span is the workload's submission span over which rates and shares
+	// are averaged.
+	Span time.Duration
+	// AllocRate and UsefulRate are mean fractions of the GPUs allocated,
+	// and allocated to jobs whose allocations all run, over Span.
+	AllocRate, UsefulRate float64
+	Wait                  Stats
+	// WaitWithinNominal is the wait of jobs of tenants whose offered load
+	// is within their nominal quota.
+	WaitWithinNominal Stats
+	WaitByTenant      map[string]Stats
+	WaitByClass       map[string]Stats
+	Completion        Stats
+	Shares            []TenantShare
+	// ShareError is Σ|received − entitled| / Σ entitled over all samples,
+	// entitlement being the weighted max-min fair share of the demand.
+	ShareError float64
+	// Jain is Jain's fairness index of received/entitled per tenant.
+	Jain         float64
+	Preemptions  int
+	LostGPUHours float64
+	// LongestWait counts jobs still waiting at the end up to End.
+	LongestWait time.Duration
+}
+
+// Summarize computes a run's metrics.
+func Summarize(r *Result) Summary {
+	sum := Summary{Policy: r.Policy, Jobs: len(r.Jobs), Preemptions: r.Preemptions,
+		WaitByTenant: map[string]Stats{}, WaitByClass: map[string]Stats{}}
+	for _, j := range r.Jobs {
+		if j.Submit > sum.Span {
+			sum.Span = j.Submit
+		}
+	}
+	sum.Shares = shares(r, sum.Span)
+	within := map[string]bool{}
+	for _, s := range sum.Shares {
+		within[s.Tenant] = s.WithinNominal
+	}
+	var all, in, jct []time.Duration
+	byT, byC := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for _, j := range r.Jobs {
+		sum.LostGPUHours += j.LostGPUSeconds / 3600
+		w, ok := j.Wait()
+		if !ok {
+			w = r.End - j.Submit
+		} else {
+			all = append(all, w)
+			byT[j.Tenant] = append(byT[j.Tenant], w)
+			byC[j.Class] = append(byC[j.Class], w)
+			if within[j.Tenant] {
+				in = append(in, w)
+			}
+		}
+		if w > sum.LongestWait {
+			sum.LongestWait = w
+		}
+		if j.End >= 0 {
+			sum.Finished++
+			jct = append(jct, j.End-j.Submit)
+		}
+	}
+	sum.Wait, sum.WaitWithinNominal, sum.Completion = NewStats(all), NewStats(in), NewStats(jct)
+	for t, ds := range byT {
+		sum.WaitByTenant[t] = NewStats(ds)
+	}
+	for c, ds := range byC {
+		sum.WaitByClass[c] = NewStats(ds)
+	}
+	sum.AllocRate, sum.UsefulRate, sum.ShareError = rates(r, sum.Span)
+	sum.Jain = jain(sum.Shares)
+	return sum
+}
+
+func rates(r *Result, span time.Duration) (alloc, useful, shareErr float64) {
+	n := 0
+	var diff, ent float64
+	for _, s := range r.Samples {
+		if s.T > span {
+			break
+		}
+		n++
+		alloc += float64(s.Allocated) / float64(r.GPUs)
+		useful += float64(s.Useful) / float64(r.GPUs)
+		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
+		for i := range fair {
+			diff += math.Abs(float64(s.Tenant[i]) - fair[i])
+			ent += fair[i]
+		}
+	}
+	if n == 0 || ent == 0 {
+		return 0, 0, 0
+	}
+	return alloc / float64(n), useful / float64(n), diff / ent
+}
+
+func shares(r *Result, span time.Duration) []TenantShare {
+	out := make([]TenantShare, len(r.Tenants))
+	idx := map[string]int{}
+	for i, t := range r.Tenants {
+		idx[t] = i
+		out[i] = TenantShare{Tenant: t, Nominal: r.Entitled[i]}
+	}
+	for _, j := range r.Jobs {
+		out[idx[j.Tenant]].Offered += float64(j.GPUs) * j.Duration.Seconds()
+	}
+	var dt float64
+	if len(r.Samples) > 1 {
+		dt = (r.Samples[1].T - r.Samples[0].T).Hours()
+	}
+	for _, s := range r.Samples {
+		if s.T > span {
+			break
+		}
+		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
+		for i := range out {
+			out[i].Received += float64(s.Tenant[i]) * dt
+			out[i].Entitled += fair[i] * dt
+		}
+	}
+	for i := range out {
+		out[i].Offered /= float64(r.GPUs) * span.Seconds()
+		out[i].WithinNominal = out[i].Offered <= float64(out[i].Nominal)/float64(r.GPUs)
+	}
+	return out
+}
+
+// FairShare divides capacity among tenants by weighted max-min fairness
+// (water-filling): nobody gets more than its demand, and what one leaves
+// goes to the others in proportion to their weights.
+func FairShare(capacity int, weights, demand []int) []float64 {
+	out := make([]float64, len(demand))
+	left := float64(capacity)
+	active := map[int]bool{}
+	for i, d := range demand {
+		if d > 0 && weights[i] > 0 {
+			active[i] = true
+		}
+	}
+	for len(active) > 0 && left > 1e-9 {
+		var w float64
+		for i := range active {
+			w += float64(weights[i])
+		}
+		capped := false
+		for i := range active {
+			give := left * float64(weights[i]) / w
+			if out[i]+give >= float64(demand[i]) {
+				capped = true
+			}
+		}
+		if !capped {
+			for i := range active {
+				out[i] += left * float64(weights[i]) / w
+			}
+			return out
+		}
+		used := 0.0
+		for _, i := range sortedKeys(active) {
+			give := left * float64(weights[i]) / w
+			if out[i]+give >= float64(demand[i]) {
+				used += float64(demand[i]) - out[i]
+				out[i] = float64(demand[i])
+				delete(active, i)
+			}
+		}
+		left -= used
+	}
+	return out
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func jain(ss []TenantShare) float64 {
+	var sum, sq float64
+	n := 0
+	for _, s := range ss {
+		if s.Entitled <= 0 {
+			continue
+		}
+		x := s.Received / s.Entitled
+		sum += x
+		sq += x * x
+		n++
+	}
+	if n == 0 || sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(n) * sq)
+}
