@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/allot-sh/allot/governor/quota"
@@ -50,17 +51,33 @@ func (c *Check) amountText(a Amount) string {
 	if c.Name == "limit" {
 		kind = "limit"
 	}
-	s := fmt.Sprintf("needs %s; tenant %s uses %s of %s %s", amountOf(a.Resource, a.Need), c.Tenant,
-		quota.Format(a.Resource, a.Used), kind, quota.Format(a.Resource, a.Cap))
+	// Built without fmt: reasons are rendered for every job a cycle
+	// decides about.
+	var b strings.Builder
+	b.Grow(96)
+	b.WriteString("needs ")
+	b.WriteString(amountOf(a.Resource, a.Need))
+	b.WriteString("; tenant ")
+	b.WriteString(c.Tenant)
+	b.WriteString(" uses ")
+	b.WriteString(quota.Format(a.Resource, a.Used))
+	b.WriteString(" of ")
+	b.WriteString(kind)
+	b.WriteByte(' ')
+	b.WriteString(quota.Format(a.Resource, a.Cap))
 	if a.Borrowable >= 0 && c.Name == "quota" {
-		s += fmt.Sprintf(" and cohort %s can lend %s more", c.Cohort, quota.Format(a.Resource, a.Borrowable))
+		b.WriteString(" and cohort ")
+		b.WriteString(c.Cohort)
+		b.WriteString(" can lend ")
+		b.WriteString(quota.Format(a.Resource, a.Borrowable))
+		b.WriteString(" more")
 	}
-	return s
+	return b.String()
 }
 
 func amountOf(r string, n int64) string {
 	if quota.Unit(r) != "" {
 		return quota.Format(r, n) + " " + r
 	}
-	return fmt.Sprintf("%d %s", n, r)
+	return strconv.FormatInt(n, 10) + " " + r
 }

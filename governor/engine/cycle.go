@@ -240,10 +240,11 @@ func (cy *cycle) verdict(j *Job) *Verdict {
 	if cy.accts[j.Namespace] == nil {
 		return nil
 	}
-	v := cy.plan.Verdicts[j.Key()]
+	key := j.Key()
+	v := cy.plan.Verdicts[key]
 	if v == nil {
 		v = &Verdict{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j), State: j.State, QueuedAt: j.QueuedAt}
-		cy.plan.Verdicts[j.Key()] = v
+		cy.plan.Verdicts[key] = v
 	}
 	return v
 }

@@ -16,6 +16,8 @@ type preemptState struct {
 	// pool is every job that may be a victim, cheapest first; built on
 	// first use.
 	pool []*victim
+	// byCohort holds the pool split by the victims' cohort, same order.
+	byCohort map[*cohort][]*victim
 	// stopping are live allocations of held or stopped jobs: Nomad is
 	// stopping them, so their resources are about to be free.
 	stopping []*Alloc
@@ -56,6 +58,7 @@ func (cy *cycle) owedPreemptors(jobs []*Job) map[string]bool {
 // victim is a running job preemption may requeue, with what it holds.
 type victim struct {
 	j      *Job
+	key    string
 	acct   *account
 	class  string
 	prio   int
@@ -85,6 +88,10 @@ func (cy *cycle) buildPool() {
 		}
 	}
 	sort.Slice(ps.pool, func(a, b int) bool { return victimLess(ps.pool[a], ps.pool[b]) })
+	ps.byCohort = map[*cohort][]*victim{}
+	for _, v := range ps.pool {
+		ps.byCohort[v.acct.cohort] = append(ps.byCohort[v.acct.cohort], v)
+	}
 }
 
 func liveAllocs(in []*Alloc) []*Alloc {
@@ -105,7 +112,7 @@ func (cy *cycle) newVictim(j *Job) *victim {
 	if acct == nil || !ok || !cl.Preemptible || name == "production" || j.Dispatched || cy.pre.requeued[j.Key()] {
 		return nil
 	}
-	v := &victim{j: j, acct: acct, class: name, prio: cl.Priority, use: quota.Vector{}, allocs: liveAllocs(cy.byJob[j.Key()])}
+	v := &victim{j: j, key: j.Key(), acct: acct, class: name, prio: cl.Priority, use: quota.Vector{}, allocs: liveAllocs(cy.byJob[j.Key()])}
 	for _, a := range v.allocs {
 		v.use.Add(allocVector(a))
 		v.lost += lostWork(a, cy.s.Now)
@@ -187,13 +194,13 @@ func (cy *cycle) candidates(j *Job, acct *account, s *sim) []*victim {
 	prio := cy.cfg.Classes[cy.className(j)].Priority
 	reclaim := acct.withinNominal(s.req)
 	var out []*victim
-	for _, v := range cy.pre.pool {
-		if cy.pre.requeued[v.j.Key()] || preemptedBy(j, v.j.Key()) || !s.relevant(v) {
+	for _, v := range cy.pre.byCohort[acct.cohort] {
+		if (v.acct != acct && !reclaim) || cy.pre.requeued[v.key] || (j.PreemptedBy != "" && preemptedBy(j, v.key)) || !s.relevant(v) {
 			continue
 		}
 		if v.acct == acct && v.prio < prio {
 			out = append(out, v)
-		} else if reclaim && v.acct != acct && v.acct.cohort == acct.cohort && v.acct.aboveNominal(s.req) {
+		} else if v.acct != acct && v.acct.aboveNominal(s.req) {
 			out = append(out, v)
 		}
 	}

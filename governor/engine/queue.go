@@ -18,7 +18,7 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 		share float64
 	}
 	owed := cy.owedPreemptors(jobs)
-	var q []entry
+	q := make([]entry, 0, len(jobs))
 	for _, j := range jobs {
 		if j.State != Queued {
 			continue
@@ -111,12 +111,14 @@ type memoEntry struct {
 // memoChecks runs the checks of j, reusing the outcome of an equal job of
 // the same tenant when nothing it depends on changed.
 func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
-	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, cy.missing(j))
+	missing := cy.missing(j)
+	shape := shapeKey(j, missing)
+	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shape
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		return m.checks, m.reason, false
 	}
-	checks := cy.checks(j, acct)
+	checks := cy.checksOf(j, acct, missing, shape)
 	failed := firstFailed(checks)
 	if failed == nil {
 		return checks, "", true
@@ -129,20 +131,27 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 // checks runs the admission checks of queued job j in order, stopping at
 // the first failure, and reserves usage and capacity when all pass.
 func (cy *cycle) checks(j *Job, acct *account) []Check {
+	missing := cy.missing(j)
+	return cy.checksOf(j, acct, missing, shapeKey(j, missing))
+}
+
+// checksOf is checks with the job's missing allocations and shape key
+// already computed.
+func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []Check {
 	class := cy.checkClass(j, acct)
 	if !class.OK {
 		return []Check{class}
 	}
-	missing := cy.missing(j)
 	base := requestVector(j, missing)
-	checks := []Check{class, acct.checkLimit(base), acct.checkQuota(base)}
+	checks := make([]Check, 3, 4) // room for the fit or order check
+	checks[0], checks[1], checks[2] = class, acct.checkLimit(base), acct.checkQuota(base)
 	if !checks[1].OK || !checks[2].OK {
 		return trim(checks)
 	}
 	if head := cy.starving[poolOf(j)]; head != nil {
 		return append(checks, cy.behindStarving(head))
 	}
-	fit := cy.cap.fit(j, missing)
+	fit := cy.cap.fitKeyed(j, missing, shape)
 	if !fit.ok {
 		cy.markStarving(j)
 		return append(checks, Check{Name: "fit", Detail: fit.detail})

@@ -3,6 +3,7 @@ package quota
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -100,7 +101,7 @@ func Unit(name string) string {
 // Format renders an amount of a resource with its unit ("8", "4096 MiB").
 func Format(name string, n int64) string {
 	if u := Unit(name); u != "" {
-		return fmt.Sprintf("%d %s", n, u)
+		return strconv.FormatInt(n, 10) + " " + u
 	}
-	return fmt.Sprintf("%d", n)
+	return strconv.FormatInt(n, 10)
 }
