@@ -18,6 +18,7 @@ import (
 	"github.com/allot-sh/allot/cli/job"
 	"github.com/allot-sh/allot/cli/queue"
 	"github.com/allot-sh/allot/cli/quota"
+	"github.com/allot-sh/allot/cli/sim"
 	"github.com/allot-sh/allot/cli/tenant"
 )
 
@@ -42,6 +43,7 @@ func App(stdout, stderr io.Writer) *cli.App {
 			class.Command(),
 			decisions.Command(),
 			dev.Command(),
+			sim.Command(),
 			completion.Command(),
 		},
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"time"
 
 	"github.com/allot-sh/allot/governor/engine"
 )
@@ -32,7 +33,8 @@ func (s *sim) cycle() {
 		switch {
 		case d.Action == engine.Admit && j.held:
 			admits = append(admits, j)
-		case d.Action.String() == "requeue" && j.admitted:
+		case d.Action == engine.Requeue && j.admitted:
+			j.preemptedBy = d.Preemptor
 			s.requeue(j)
 		}
 	}
@@ -43,8 +45,13 @@ func (s *sim) cycle() {
 
 func (s *sim) admit(j *jobRun) {
 	j.held, j.admitted = false, true
+	j.admittedAt = s.now
 	s.removeHeld(j)
 	s.toNomad(j)
+	if len(j.pending) > 0 && s.opts.Engine.GangTimeout > 0 {
+		// Nomad placed it only partly: the gang timeout needs a cycle.
+		s.push(event{t: s.now + s.opts.Engine.GangTimeout + time.Second, kind: evCycle})
+	}
 }
 
 // requeue stops every allocation of an admitted job and queues it again
@@ -64,8 +71,11 @@ func (s *sim) requeue(j *jobRun) {
 	}
 	j.admitted, j.held = false, true
 	j.requeues++
+	j.requeuedAt = s.now
 	s.held = append(s.held, j)
 	s.dirty = true
+	// The back-off ends without any event of its own: cycle then.
+	s.push(event{t: s.now + backoff(s.opts.Engine, j.requeues) + time.Second, kind: evCycle})
 }
 
 func (s *sim) removeHeld(j *jobRun) {

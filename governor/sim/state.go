@@ -60,6 +60,9 @@ type jobRun struct {
 	end          time.Duration
 	requeues     int
 	preempted    int
+	admittedAt   time.Duration
+	requeuedAt   time.Duration
+	preemptedBy  string
 	lostGPUSec   float64
 	// triedEpoch is the placement epoch of the job's last full attempt.
 	triedEpoch int

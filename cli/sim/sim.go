@@ -1,0 +1,203 @@
+// Package sim implements `allotctl sim`: run the scheduling simulator
+// (governor/sim) on a cluster file and a generated or recorded workload,
+// write generated traces, and produce the benchmark report.
+package sim
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/allot-sh/allot/cli/internal/cmdutil"
+	gsim "github.com/allot-sh/allot/governor/sim"
+	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/report"
+	"github.com/allot-sh/allot/governor/sim/workload"
+)
+
+// DefaultCluster is the standard scenario's cluster file, relative to the
+// repository root.
+const DefaultCluster = "governor/sim/scenarios/standard.hcl"
+
+// Command returns `sim`.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:  "sim",
+		Usage: "simulate scheduling policies on a cluster file and a workload",
+		Description: "Replays a workload on a simulated cluster under nomad-fifo, nomad-priority and allot\n" +
+			"(the governor's real engine). See docs/simulator.md.\n" +
+			"  allotctl sim run\n  allotctl sim run -trace jobs.csv -policies allot,nomad-fifo\n" +
+			"  allotctl sim generate -jobs 20000 -nodes 1000 -out week.jsonl\n  allotctl sim report",
+		Subcommands: []*cli.Command{runCommand(), generateCommand(), reportCommand()},
+	}
+}
+
+func workloadFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "cluster", Value: DefaultCluster, Usage: "cluster file (node kinds from inventories, tenants)"},
+		&cli.IntFlag{Name: "nodes", Usage: "scale the cluster to about this many nodes (0: as in the file)"},
+		&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the generator and the placement model"},
+		&cli.IntFlag{Name: "jobs", Value: 5000, Usage: "generated jobs"},
+		&cli.DurationFlag{Name: "span", Value: gsim.Week, Usage: "generated submissions span"},
+		&cli.Float64Flag{Name: "load", Value: 0.9, Usage: "offered GPU load of the generated workload (fraction of capacity)"},
+	}
+}
+
+// scenario loads the cluster and generates (or, with -trace, reads) jobs.
+func scenario(c *cli.Context) (*gsim.Scenario, error) {
+	if c.NArg() > 0 {
+		return nil, cmdutil.UsageError(c, "unexpected arguments: %s", strings.Join(c.Args().Slice(), " "))
+	}
+	spec, err := fleet.Load(c.String("cluster"))
+	if err != nil {
+		return nil, err
+	}
+	if n := c.Int("nodes"); n < 0 {
+		return nil, cmdutil.UsageError(c, "-nodes %d must be ≥ 0", n)
+	} else if n > 0 {
+		spec.Scale(n)
+	}
+	if tr := c.String("trace"); tr != "" {
+		jobs, err := workload.ReadFile(tr)
+		if err != nil {
+			return nil, err
+		}
+		return &gsim.Scenario{Spec: spec, Jobs: jobs}, nil
+	}
+	return gsim.Generate(spec, c.Int64("seed"), c.Int("jobs"), c.Duration("span"), c.Float64("load"))
+}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "simulate the policies side by side and print their metrics",
+		Flags: append(workloadFlags(),
+			&cli.StringFlag{Name: "trace", Usage: "read jobs from this trace (.csv, or .jsonl) instead of generating them"},
+			&cli.StringFlag{Name: "policies", Value: "nomad-fifo,nomad-priority,allot", Usage: "comma list of policies"},
+			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
+			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
+		Action: runAction,
+	}
+}
+
+func runAction(c *cli.Context) error {
+	var policies []gsim.Policy
+	for _, p := range strings.Split(c.String("policies"), ",") {
+		pol, err := gsim.ParsePolicy(strings.TrimSpace(p))
+		if err != nil {
+			return cmdutil.UsageError(c, "-policies: %v", err)
+		}
+		policies = append(policies, pol)
+	}
+	sc, err := scenario(c)
+	if err != nil {
+		return err
+	}
+	opts := gsim.DefaultOptions()
+	opts.Seed = c.Int64("seed")
+	if opts.CycleInterval = c.Duration("cycle"); opts.CycleInterval <= 0 {
+		return cmdutil.UsageError(c, "-cycle must be > 0")
+	}
+	var runs []report.Run
+	for _, p := range policies {
+		start := time.Now()
+		r, err := gsim.Run(sc.Spec, sc.Jobs, p, opts)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, report.Run{Result: r, Summary: gsim.Summarize(r), Wall: time.Since(start)})
+	}
+	if c.Bool(cmdutil.FlagJSON) {
+		out := make([]gsim.Summary, 0, len(runs))
+		for _, r := range runs {
+			out = append(out, r.Summary)
+		}
+		return cmdutil.JSON(c.App.Writer, out)
+	}
+	fmt.Fprintf(c.App.Writer, "Cluster: %s (%d GPUs); %d jobs\n\n", sc.Spec, sc.Spec.GPUs(), len(sc.Jobs))
+	report.Tables(c.App.Writer, runs)
+	for _, r := range runs {
+		fmt.Fprintf(c.App.Writer, "%s: simulated %.0f h in %.2f s\n", r.Summary.Policy, r.Result.End.Hours(), r.Wall.Seconds())
+	}
+	return nil
+}
+
+func generateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "generate",
+		Usage: "write a generated workload as a JSON-lines trace",
+		Flags: append(workloadFlags(), &cli.StringFlag{Name: "out", Usage: "output file (default: stdout)"}),
+		Action: func(c *cli.Context) error {
+			sc, err := scenario(c)
+			if err != nil {
+				return err
+			}
+			w := c.App.Writer
+			if out := c.String("out"); out != "" {
+				f, err := os.Create(out)
+				if err != nil {
+					return fmt.Errorf("writing trace: %w", err)
+				}
+				defer f.Close()
+				w = f
+			}
+			return workload.WriteJSONL(w, sc.Jobs)
+		},
+	}
+}
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "run the benchmark scenarios and write the Simulator section of a Markdown file",
+		Flags: append(workloadFlags(),
+			&cli.StringFlag{Name: "out", Value: "docs/benchmarks.md", Usage: "Markdown file whose \"## Simulator\" section is replaced"},
+			&cli.StringFlag{Name: "plots", Value: "docs/img", Usage: "directory for the PNG charts"},
+			&cli.StringFlag{Name: "plot-link", Value: "img", Usage: "how the Markdown file links the charts directory"},
+			&cli.IntFlag{Name: "scale-nodes", Value: 1000, Usage: "nodes of the large simulation (0 skips it)"},
+			&cli.IntFlag{Name: "scale-jobs", Value: 20000, Usage: "jobs of the large simulation"},
+			&cli.StringFlag{Name: "engine-nodes", Value: "1000,5000,10000", Usage: "cluster sizes the engine cycle is timed at (empty skips)"}),
+		Action: reportAction,
+	}
+}
+
+func reportAction(c *cli.Context) error {
+	cfg := report.Config{Cluster: c.String("cluster"), Seed: c.Int64("seed"), Jobs: c.Int("jobs"), Span: c.Duration("span"),
+		Load: c.Float64("load"), ScaleNodes: c.Int("scale-nodes"), ScaleJobs: c.Int("scale-jobs"),
+		PlotDir: c.String("plots"), PlotLink: c.String("plot-link"), Progress: c.App.ErrWriter,
+		Command: commandLine(c)}
+	for _, f := range strings.Split(c.String("engine-nodes"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 {
+			return cmdutil.UsageError(c, "-engine-nodes: %q is not a node count", f)
+		}
+		cfg.EngineNodes = append(cfg.EngineNodes, n)
+	}
+	body, err := report.Benchmarks(cfg)
+	if err != nil {
+		return err
+	}
+	doc, err := os.ReadFile(c.String("out"))
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("reading %s: %w", c.String("out"), err)
+	}
+	return os.WriteFile(c.String("out"), report.ReplaceSection(doc, "Simulator", body), 0o644)
+}
+
+// commandLine renders the command with the flags set on it.
+func commandLine(c *cli.Context) string {
+	parts := []string{"allotctl sim", c.Command.Name}
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if c.IsSet(name) {
+			parts = append(parts, fmt.Sprintf("-%s %v", name, c.Value(name)))
+		}
+	}
+	return strings.Join(parts, " ")
+}
