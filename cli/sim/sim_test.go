@@ -1,0 +1,98 @@
+package sim_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/cli/app"
+	gsim "github.com/allot-sh/allot/governor/sim"
+)
+
+const small = "../../governor/sim/testdata/small.hcl"
+
+func run(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := app.Run(context.Background(), append([]string{"allotctl", "sim"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestRunJSON(t *testing.T) {
+	code, out, errOut := run("run", "-cluster", small, "-jobs", "150", "-span", "24h", "-json")
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	var sums []gsim.Summary
+	must.NoError(t, json.Unmarshal([]byte(out), &sums))
+	must.SliceLen(t, 3, sums)
+	must.EqOp(t, gsim.Allot, sums[2].Policy)
+	must.EqOp(t, 150, sums[0].Jobs)
+}
+
+func TestGenerateThenReplayTheTrace(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "w.jsonl")
+	code, _, errOut := run("generate", "-cluster", small, "-jobs", "80", "-span", "12h", "-out", trace)
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	code, out, errOut := run("run", "-cluster", small, "-trace", trace, "-policies", "allot,nomad-fifo")
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, out, "80 jobs")
+	must.StrContains(t, out, "| allot | 80/80 |")
+	must.StrContains(t, out, "| nomad-fifo | 80/80 |")
+}
+
+func TestBadInputIsAClearError(t *testing.T) {
+	dir := t.TempDir()
+	badTrace := filepath.Join(dir, "bad.csv")
+	must.NoError(t, os.WriteFile(badTrace, []byte("id,submit_s,tenant,gpus,duration_s\nj,0,a,two,60\n"), 0o600))
+	badCluster := filepath.Join(dir, "c.hcl")
+	must.NoError(t, os.WriteFile(badCluster, []byte("node \"x\" {\n  count = 1\n}\n"), 0o600))
+	cases := map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"unknown policy": {[]string{"run", "-cluster", small, "-policies", "fifo"}, 2, `unknown policy "fifo"`},
+		"bad trace":      {[]string{"run", "-cluster", small, "-trace", badTrace}, 1, "bad.csv:2: column gpus"},
+		"bad cluster":    {[]string{"run", "-cluster", badCluster}, 1, "c.hcl:1,"},
+		"no cluster":     {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
+		"negative nodes": {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
+		"extra argument": {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
+		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
+			2, `"many" is not a node count`},
+		"unknown tenant in trace": {[]string{"run", "-cluster", small, "-trace", writeTrace(t, dir)}, 1, `tenant "zed" is not in the cluster file`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, _, errOut := run(tc.args...)
+			must.EqOp(t, tc.code, code)
+			must.StrContains(t, errOut, tc.want)
+		})
+	}
+}
+
+func writeTrace(t *testing.T, dir string) string {
+	p := filepath.Join(dir, "z.csv")
+	must.NoError(t, os.WriteFile(p, []byte("id,submit_s,tenant,gpus,duration_s\nj,0,zed,1,60\n"), 0o600))
+	return p
+}
+
+func TestReportWritesTheSection(t *testing.T) {
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "b.md")
+	must.NoError(t, os.WriteFile(doc, []byte("# Benchmarks\n\n## Other\n\nkept\n"), 0o600))
+	code, _, errOut := run("report", "-cluster", small, "-jobs", "100", "-span", "12h", "-scale-nodes", "16",
+		"-scale-jobs", "100", "-engine-nodes", "16", "-out", doc, "-plots", filepath.Join(dir, "img"))
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	b, err := os.ReadFile(doc)
+	must.NoError(t, err)
+	s := string(b)
+	for _, want := range []string{"## Other\n\nkept\n", "## Simulator", "### Simulator scaling", "### Engine cycle",
+		"![sim-allocation.png](img/sim-allocation.png)", "allotctl sim report -cluster " + small} {
+		must.StrContains(t, s, want)
+	}
+	_, err = os.Stat(filepath.Join(dir, "img", "sim-wait-cdf.png"))
+	must.NoError(t, err)
+}
