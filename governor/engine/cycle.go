@@ -102,15 +102,7 @@ func jobLess(a, b *Job) bool {
 // placed yet.
 func (cy *cycle) missing(j *Job) []int {
 	out := make([]int, len(j.Groups))
-	if j.State == Queued {
-		// A held job needs everything: allocations it still has are
-		// stopping (a preemption victim checkpointing).
-		for i, g := range j.Groups {
-			out[i] = g.Count
-		}
-		return out
-	}
-	if j.Dead {
+	if j.Dead && j.State != Queued {
 		// A finished job needs nothing more. (Nomad reports a held job,
 		// which is stopped, as dead too: it still needs everything.)
 		return out

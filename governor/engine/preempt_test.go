@@ -154,10 +154,12 @@ func TestPreemptionRules(t *testing.T) {
 		"jobs already stopping make room: nothing more is preempted": {
 			sc: func() *scene {
 				sc := twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1)
-				// Held by the last cycle for boss, its allocation still stopping.
-				sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "b/boss", t0
+				// Held by the last cycle for boss, its allocation still
+				// stopping; it backs off meanwhile.
+				sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt, sc.jobs[0].Requeues = Queued, "b/boss", t0, 1
 				return sc.queue(gpuJob("b", "boss", "standard", 4))
 			}(),
+			cfg:    func(c *Config) { c.BackoffBase = time.Minute },
 			reason: "waiting for stopping jobs",
 		},
 	}
