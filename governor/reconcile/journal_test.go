@@ -4,10 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/actuate"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/metrics"
 )
 
 func TestRecordsKeepOnlyAppliedVictims(t *testing.T) {
@@ -39,4 +41,18 @@ func TestJournalKeepsTheNewest(t *testing.T) {
 	must.SliceLen(t, journalSize, recent)
 	must.Eq(t, time.Unix(int64(journalSize+2), 0), recent[0].Time)
 	must.Eq(t, time.Unix(3, 0), recent[len(recent)-1].Time)
+}
+
+func TestRequeuesAreCounted(t *testing.T) {
+	m := metrics.New()
+	r := &Reconciler{Metrics: m}
+	r.observeResult(&engine.Plan{}, actuate.Result{Applied: []engine.Decision{
+		{Action: engine.Requeue, Namespace: "a", JobID: "v1", Cause: engine.CauseReclaim, LostWork: 90 * time.Second},
+		{Action: engine.Requeue, Namespace: "a", JobID: "v2", Cause: engine.CausePriority, LostWork: 10 * time.Second},
+		{Action: engine.Requeue, Namespace: "c", JobID: "gang", Cause: engine.CauseGangTimeout},
+	}})
+	must.Eq(t, 1.0, testutil.ToFloat64(m.Preemptions.WithLabelValues("reclaim")))
+	must.Eq(t, 1.0, testutil.ToFloat64(m.Preemptions.WithLabelValues("priority")))
+	must.Eq(t, 100.0, testutil.ToFloat64(m.LostWork))
+	must.Eq(t, 1.0, testutil.ToFloat64(m.HeldTotal.WithLabelValues("c", "gang-timeout")))
 }
