@@ -22,7 +22,7 @@ func (p *Proxy) plan(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, ok := parseSubmission(r, body)
+	sub, ok, _ := parseSubmission(r, body) // Nomad judges a body it cannot take
 	if resp.StatusCode == http.StatusOK && ok && p.governed(sub.ns) && admissible(sub.parsed) {
 		cand := cluster.ConvertJob(sub.parsed)
 		cand.Namespace = sub.ns

@@ -2,9 +2,10 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -14,31 +15,56 @@ import (
 	"github.com/allot-sh/allot/governor/reconcile"
 )
 
-// submission is a job register request kept as raw JSON, so fields this
-// proxy does not know reach Nomad unchanged.
+// submission is a job register request. The body is kept as received:
+// only the job's Meta, Stop and Priority are rewritten, so fields this
+// proxy does not know reach Nomad byte for byte.
 type submission struct {
-	body map[string]json.RawMessage
-	job  map[string]json.RawMessage
+	body []byte
+	// job is the Job member of body.
+	job member
 	// parsed is the job decoded for admission (what the governor reads of
 	// it: cluster.DecodeJob).
 	parsed *api.Job
 	ns     string
 }
 
-// parseSubmission decodes a register request. ok is false when the body is
-// not a register request the proxy understands; Nomad then judges it.
-func parseSubmission(r *http.Request, body []byte) (*submission, bool) {
-	s := &submission{}
-	if json.Unmarshal(body, &s.body) != nil || json.Unmarshal(s.body["Job"], &s.job) != nil {
-		return nil, false
+// errJobTwice refuses a body that names its job more than once: Nomad
+// would merge the copies, which the governor cannot judge as one job.
+var errJobTwice = errors.New("the request body holds more than one Job member")
+
+// parseSubmission decodes a register request. ok is false when the body
+// is not a register request the proxy understands; Nomad then judges it.
+func parseSubmission(r *http.Request, body []byte) (sub *submission, ok bool, err error) {
+	if !json.Valid(body) {
+		return nil, false, nil
 	}
-	parsed, err := cluster.DecodeJob(s.body["Job"])
+	members, isObject := objectMembers(body)
+	if !isObject {
+		return nil, false, nil
+	}
+	s := &submission{body: body}
+	found := 0
+	for _, m := range members {
+		// Nomad decodes with encoding/json, which matches keys without
+		// regard to case: "job" is the job too.
+		if strings.EqualFold(m.key, "Job") {
+			s.job, found = m, found+1
+		}
+	}
+	switch found {
+	case 0:
+		return nil, false, nil
+	case 1:
+	default:
+		return nil, false, errJobTwice
+	}
+	parsed, err := cluster.DecodeJob(body[s.job.value:s.job.end])
 	if err != nil || parsed.ID == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	s.parsed = parsed
 	s.ns = namespaceOf(r, s.parsed)
-	return s, true
+	return s, true, nil
 }
 
 // namespaceOf is the namespace a job is written to: the job's own, else
@@ -67,7 +93,11 @@ func (p *Proxy) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, ok := parseSubmission(r, body)
+	sub, ok, err := parseSubmission(r, body)
+	if err != nil {
+		http.Error(w, "allot-governor: "+err.Error(), http.StatusBadRequest)
+		return nil
+	}
 	if !ok || !p.governed(sub.ns) || !admissible(sub.parsed) {
 		p.rp.ServeHTTP(w, r)
 		return nil
@@ -93,7 +123,7 @@ func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submi
 	if err := sub.mark(v, queuedAt, time.Now()); err != nil {
 		return false, err
 	}
-	resp, data, err := p.forward(r, encodeRaw(sub.body))
+	resp, data, err := p.forward(r, sub.body)
 	if err != nil {
 		return false, err
 	}
@@ -111,7 +141,10 @@ func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submi
 	return true, nil
 }
 
-// mark sets Stop, Priority and the allot.* meta for the verdict.
+// mark sets Stop, Priority and the allot.* meta for the verdict and
+// rewrites the body: every member of the job keeps its bytes except
+// those, which are replaced (a key Nomad would read as one of them, in
+// any case, is dropped).
 func (s *submission) mark(v reconcile.Verdict, queuedAt, now time.Time) error {
 	meta := map[string]string{}
 	for k, val := range s.parsed.Meta {
@@ -124,42 +157,55 @@ func (s *submission) mark(v reconcile.Verdict, queuedAt, now time.Time) error {
 		meta[cluster.MetaState] = cluster.StateQueued
 		meta[cluster.MetaQueuedAt] = queuedAt.UTC().Format(time.RFC3339Nano)
 	}
-	fields := map[string]any{"Meta": meta, "Stop": !v.Admitted}
+	set := []field{{"Meta", meta}, {"Stop", !v.Admitted}}
 	if v.Priority > 0 {
-		fields["Priority"] = v.Priority
+		set = append(set, field{"Priority", v.Priority})
 	}
-	for k, val := range fields {
-		raw, err := json.Marshal(val)
-		if err != nil {
-			return fmt.Errorf("encoding %s: %w", k, err)
+	job := s.body[s.job.value:s.job.end]
+	members, _ := objectMembers(job) // an object: DecodeJob accepted it
+	out := make([]byte, 0, len(s.body)+256)
+	out = append(append(out, s.body[:s.job.value]...), '{')
+	n := 0
+	for _, m := range members {
+		if replaced(m.key, set) {
+			continue
 		}
-		s.job[k] = raw
+		if n++; n > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, job[m.start:m.end]...)
 	}
+	for _, f := range set {
+		raw, err := json.Marshal(f.val)
+		if err != nil {
+			return fmt.Errorf("encoding %s: %w", f.key, err)
+		}
+		if n++; n > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, '"'), f.key...), `":`...)
+		out = append(out, raw...)
+	}
+	out = append(append(out, '}'), s.body[s.job.end:]...)
 	s.parsed.Meta, s.parsed.Stop = meta, pointer(!v.Admitted)
-	s.body["Job"] = encodeRaw(s.job)
+	s.body = out
 	return nil
 }
 
-// encodeRaw writes an object of already-encoded values without re-parsing
-// them (json.Marshal would validate and compact every value again).
-func encodeRaw(m map[string]json.RawMessage) []byte {
-	keys := make([]string, 0, len(m))
-	size := 2
-	for k, v := range m {
-		keys = append(keys, k)
-		size += len(k) + len(v) + 4
-	}
-	sort.Strings(keys)
-	b := make([]byte, 0, size)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
+// field is a member of the job the proxy sets.
+type field struct {
+	key string
+	val any
+}
+
+// replaced tells whether Nomad would read key as one of the fields set.
+func replaced(key string, set []field) bool {
+	for _, f := range set {
+		if strings.EqualFold(key, f.key) {
+			return true
 		}
-		kb, _ := json.Marshal(k)
-		b = append(append(append(b, kb...), ':'), m[k]...)
 	}
-	return append(b, '}')
+	return false
 }
 
 // remember tells the store about the job just written, before its event.

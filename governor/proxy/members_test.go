@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+func TestObjectMembers(t *testing.T) {
+	cases := map[string]struct {
+		data string
+		keys []string
+		vals []string
+		ok   bool
+	}{
+		"empty":         {data: ` { } `, ok: true},
+		"not an object": {data: `[1, 2]`},
+		"a string":      {data: `"x"`},
+		"nested and escaped": {data: "{\"a\" : {\"b\": [1, {\"c\": \"}]\\\"\"}]}, \"d\\u0065\":\"x\\\\\" ,\"e\":null}",
+			keys: []string{"a", "de", "e"}, vals: []string{`{"b": [1, {"c": "}]\""}]}`, `"x\\"`, `null`}, ok: true},
+		"literals": {data: `{"n":-1.5e3,"t":true}`, keys: []string{"n", "t"}, vals: []string{"-1.5e3", "true"}, ok: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.True(t, json.Valid([]byte(tc.data)))
+			ms, ok := objectMembers([]byte(tc.data))
+			must.Eq(t, tc.ok, ok)
+			var keys, vals []string
+			for _, m := range ms {
+				keys, vals = append(keys, m.key), append(vals, tc.data[m.value:m.end])
+			}
+			must.Eq(t, tc.keys, keys)
+			must.Eq(t, tc.vals, vals)
+		})
+	}
+}
+
+// The body reaches Nomad byte for byte except the job's Meta, Stop and
+// Priority.
+func TestRegisterKeepsUnknownBytes(t *testing.T) {
+	f := newFixture(t, true)
+	body := strings.Replace(registerBody("ml", "keep", 1), `"FutureJobField":{"x":1}`, `"FutureJobField" : {"x": [1, "}"]}`, 1)
+	status, _ := put(t, f.srv.URL+"/v1/jobs", body)
+	must.Eq(t, 200, status)
+	sent := string(f.nomad.body("PUT /v1/jobs"))
+	must.StrHasPrefix(t, `{"FutureTopLevel":7,"Job":{"ID":"keep"`, sent)
+	must.StrContains(t, sent, `"FutureJobField" : {"x": [1, "}"]}`)
+	must.StrContains(t, sent, `"TaskGroups":[{"Name":"g","Count":1,"Tasks":[{"Name":"t","Driver":"raw_exec","Resources":{"CPU":100,"MemoryMB":64,
+"Devices":[{"Name":"nvidia/gpu","Count":1}]}}]}]`)
+}
+
+// Nomad matches keys without regard to case; so does the proxy, or a job
+// sent as "job" would slip through unadmitted.
+func TestRegisterMatchesKeysLikeNomad(t *testing.T) {
+	f := newFixture(t, true)
+	body := `{"job":{"id":"lower","namespace":"ml","type":"batch","node_pool":"x","NodePool":"gpu","meta":{"owner":"ana"},"STOP":false,"priority":10,
+"TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Resources":{"CPU":100,"MemoryMB":64,"Devices":[{"Name":"nvidia/gpu","Count":4}]}}]}]}}`
+	status, out := put(t, f.srv.URL+"/v1/jobs", body)
+	must.Eq(t, 200, status)
+	must.StrContains(t, out["Warnings"].(string), "allot: job ml/lower is QUEUED")
+	var sent map[string]map[string]json.RawMessage
+	must.NoError(t, json.Unmarshal(f.nomad.body("PUT /v1/jobs"), &sent))
+	job := sent["job"]
+	for _, k := range []string{"meta", "STOP", "priority"} {
+		_, ok := job[k]
+		must.False(t, ok, must.Sprint(k, " is replaced"))
+	}
+	must.Eq(t, "true", string(job["Stop"]))
+	must.Eq(t, "50", string(job["Priority"]))
+	var meta map[string]string
+	must.NoError(t, json.Unmarshal(job["Meta"], &meta))
+	must.Eq(t, "ana", meta["owner"])
+	must.Eq(t, "queued", meta["allot.state"])
+}
+
+func TestRegisterRefusesTwoJobs(t *testing.T) {
+	f := newFixture(t, true)
+	body := `{"Job":{"ID":"a","Namespace":"ml","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Resources":{"Devices":[{"Name":"nvidia/gpu","Count":8}]}}]}]},"job":{"ID":"a","Namespace":"ml"}}`
+	status, out := put(t, f.srv.URL+"/v1/jobs", body)
+	must.Eq(t, http.StatusBadRequest, status)
+	must.StrContains(t, out["raw"].(string), "more than one Job member")
+	must.Nil(t, f.nomad.body("PUT /v1/jobs"), must.Sprint("nothing reached Nomad"))
+}
+
+func TestRegisterPassesWhatItCannotRead(t *testing.T) {
+	cases := map[string]struct{ body string }{
+		"not json":  {body: `{"Job": `},
+		"no job":    {body: `{"Jobs": {}}`},
+		"null job":  {body: `{"Job": null}`},
+		"no job id": {body: `{"Job": {"Namespace": "ml"}}`},
+		"array":     {body: `[]`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, true)
+			status, _ := put(t, f.srv.URL+"/v1/jobs", tc.body)
+			must.Eq(t, 200, status, must.Sprint("the fake Nomad answers; the real one refuses"))
+			must.Eq(t, tc.body, string(f.nomad.body("PUT /v1/jobs")), must.Sprint("unchanged"))
+		})
+	}
+}
