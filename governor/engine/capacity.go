@@ -255,7 +255,11 @@ func dcMatches(patterns []string, dc string) bool {
 // shapeKey identifies everything fit depends on, so equal shapes share
 // the outcome of a failed fit.
 func shapeKey(j *Job, missing []int) string {
-	b := make([]byte, 0, 128)
+	return string(appendShape(make([]byte, 0, 128), j, missing))
+}
+
+// appendShape appends the shape key of j to b.
+func appendShape(b []byte, j *Job, missing []int) []byte {
 	b = append(b, j.NodePool...)
 	for _, dc := range j.Datacenters {
 		b = append(append(b, '|'), dc...)
@@ -275,7 +279,7 @@ func shapeKey(j *Job, missing []int) string {
 			b = appendConstraints(b, d.Constraints)
 		}
 	}
-	return string(b)
+	return b
 }
 
 func appendConstraints(b []byte, cs []Constraint) []byte {

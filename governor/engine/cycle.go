@@ -85,10 +85,17 @@ func (cy *cycle) prepare(jobs []*Job) {
 
 // sortedJobs returns the jobs ordered by namespace and ID.
 func sortedJobs(in []*Job) []*Job {
-	jobs := append([]*Job(nil), in...)
-	sort.Slice(jobs, func(i, j int) bool { return jobLess(jobs[i], jobs[j]) })
+	jobs := append(byKey(nil), in...)
+	sort.Sort(jobs)
 	return jobs
 }
+
+// byKey sorts jobs by namespace, then ID (typed: no reflection in swaps).
+type byKey []*Job
+
+func (b byKey) Len() int           { return len(b) }
+func (b byKey) Less(i, j int) bool { return jobLess(b[i], b[j]) }
+func (b byKey) Swap(i, j int)      { b[i], b[j] = b[j], b[i] }
 
 // jobLess orders jobs by namespace, then ID.
 func jobLess(a, b *Job) bool {

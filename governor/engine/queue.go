@@ -11,14 +11,8 @@ import (
 // first), then the tenant's weighted dominant share (lowest first), then
 // queued-at (oldest first), then namespace and ID.
 func (cy *cycle) queue(jobs []*Job) []*Job {
-	type entry struct {
-		j     *Job
-		owed  bool
-		prio  int
-		share float64
-	}
 	owed := cy.owedPreemptors(jobs)
-	q := make([]entry, 0, len(jobs))
+	q := make(byQueue, 0, len(jobs))
 	for _, j := range jobs {
 		if j.State != Queued {
 			continue
@@ -27,31 +21,47 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 			cy.decide(j, Forget, "stopped by its user while queued: removed from the queue")
 			continue
 		}
-		e := entry{j: j, owed: owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
+		e := queueEntry{j: j, owed: owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
 		if a := cy.accts[j.Namespace]; a != nil {
 			e.share = a.share
 		}
 		q = append(q, e)
 	}
-	sort.Slice(q, func(a, b int) bool {
-		ea, eb := &q[a], &q[b]
-		switch {
-		case ea.owed != eb.owed:
-			return ea.owed
-		case ea.prio != eb.prio:
-			return ea.prio > eb.prio
-		case ea.share != eb.share:
-			return ea.share < eb.share
-		case !ea.j.QueuedAt.Equal(eb.j.QueuedAt):
-			return ea.j.QueuedAt.Before(eb.j.QueuedAt)
-		}
-		return jobLess(ea.j, eb.j)
-	})
+	sort.Sort(q)
 	out := make([]*Job, len(q))
 	for i := range q {
 		out[i] = q[i].j
 	}
 	return out
+}
+
+// queueEntry is a held job with what orders it.
+type queueEntry struct {
+	j     *Job
+	owed  bool
+	prio  int
+	share float64
+}
+
+// byQueue orders entries: owed preemptors first, then class priority
+// (highest first), share (lowest first), queued-at, namespace and ID.
+type byQueue []queueEntry
+
+func (q byQueue) Len() int      { return len(q) }
+func (q byQueue) Swap(a, b int) { q[a], q[b] = q[b], q[a] }
+func (q byQueue) Less(a, b int) bool {
+	ea, eb := &q[a], &q[b]
+	switch {
+	case ea.owed != eb.owed:
+		return ea.owed
+	case ea.prio != eb.prio:
+		return ea.prio > eb.prio
+	case ea.share != eb.share:
+		return ea.share < eb.share
+	case !ea.j.QueuedAt.Equal(eb.j.QueuedAt):
+		return ea.j.QueuedAt.Before(eb.j.QueuedAt)
+	}
+	return jobLess(ea.j, eb.j)
 }
 
 // admitQueue walks the queue once and admits every job whose checks all
@@ -112,8 +122,13 @@ type memoEntry struct {
 // the same tenant when nothing it depends on changed.
 func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 	missing := cy.missing(j)
-	shape := shapeKey(j, missing)
-	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shape
+	// One allocation for the memo key; the shape key is its tail.
+	class := cy.className(j)
+	b := make([]byte, 0, len(j.Namespace)+len(class)+130)
+	b = append(append(append(append(b, j.Namespace...), 0), class...), 0)
+	prefix := len(b)
+	key := string(appendShape(b, j, missing))
+	shape := key[prefix:]
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		return m.checks, m.reason, false
