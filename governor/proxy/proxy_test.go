@@ -75,7 +75,7 @@ type fixture struct {
 
 // newFixture runs a proxy in front of a fake Nomad with one GPU node and a
 // tenant "ml" limited to 4 GPUs, 4 of them in use by a running job.
-func newFixture(t *testing.T, ready bool) *fixture {
+func newFixture(t testing.TB, ready bool) *fixture {
 	fn := &fakeNomad{bodies: map[string][]byte{}}
 	nomad := httptest.NewServer(fn)
 	t.Cleanup(nomad.Close)
