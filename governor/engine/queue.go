@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -121,17 +122,26 @@ type memoEntry struct {
 // memoChecks runs the checks of j, reusing the outcome of an equal job of
 // the same tenant when nothing it depends on changed.
 func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
+	class := cy.checkClass(j, acct)
+	if !class.OK {
+		return []Check{class}, class.Name + ": " + class.Text(), false
+	}
+	// The other checks do not depend on the class: jobs of one tenant and
+	// shape share their outcome whatever their class. One allocation for
+	// the memo key; the shape key is its tail.
 	missing := cy.missing(j)
-	// One allocation for the memo key; the shape key is its tail.
-	class := cy.className(j)
-	b := make([]byte, 0, len(j.Namespace)+len(class)+130)
-	b = append(append(append(append(b, j.Namespace...), 0), class...), 0)
+	b := make([]byte, 0, len(j.Namespace)+130)
+	b = append(append(b, j.Namespace...), 0)
 	prefix := len(b)
 	key := string(appendShape(b, j, missing))
 	shape := key[prefix:]
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
-		return m.checks, m.reason, false
+		checks := m.checks
+		if checks[0].Detail != class.Detail {
+			checks = append([]Check{class}, checks[1:]...)
+		}
+		return checks, m.reason, false
 	}
 	checks := cy.checksOf(j, acct, missing, shape)
 	failed := firstFailed(checks)
@@ -192,7 +202,7 @@ func (cy *cycle) checkClass(j *Job, acct *account) Check {
 	case !acct.t.MayUse(name, cl.Restricted):
 		return Check{Name: "class", Detail: fmt.Sprintf("tenant %s may not use class %q", j.Namespace, name)}
 	}
-	return Check{Name: "class", OK: true, Detail: fmt.Sprintf("class %s (priority %d)", name, cl.Priority)}
+	return Check{Name: "class", OK: true, Detail: "class " + name + " (priority " + strconv.Itoa(cl.Priority) + ")"}
 }
 
 func (cy *cycle) classNames() []string {
