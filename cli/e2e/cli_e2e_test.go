@@ -208,8 +208,10 @@ func quickstart(t *testing.T, e *env) {
 		}
 		return nil
 	})
+	// Same class as train-gpu: a higher class would preempt it (within-tenant
+	// preemption) instead of queueing behind the limit.
 	e.nomadRun(t, "train-multinode.nomad.hcl", "namespace=ml-research", "nodes=1", "gpus_per_node=2",
-		"command=/bin/sh", `args=["-c","exit 0"]`, "cpu=100", "memory=64")
+		"class=standard", "command=/bin/sh", `args=["-c","exit 0"]`, "cpu=100", "memory=64")
 
 	var q queue.Output
 	e.c.Eventually(time.Minute, "train-multinode in the queue", func() error {
@@ -224,7 +226,7 @@ func quickstart(t *testing.T, e *env) {
 	j := q.Jobs[0]
 	must.Eq(t, "train-multinode", j.JobID)
 	must.Eq(t, 1, j.Position)
-	must.Eq(t, "high", j.Class)
+	must.Eq(t, "standard", j.Class)
 	must.Eq(t, int64(2), j.Request["nvidia/gpu"])
 	must.NotEq(t, "", j.Reason)
 	table := ok(t, "queue")

@@ -5,12 +5,14 @@
 package cmdutil
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/nomad/api"
 	"github.com/urfave/cli/v2"
 
@@ -64,11 +66,26 @@ func Nomad(c *cli.Context) (*api.Client, error) {
 	cfg.Address = address(c)
 	cfg.SecretID = str(c, FlagToken)
 	cfg.Namespace = ""
+	// One command makes a handful of requests; keeping connections open
+	// after it returns only matters when commands run in-process (tests),
+	// where they would pile up until Nomad's per-client connection limit.
+	cfg.HttpClient = oneShotHTTPClient()
 	client, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating Nomad client for %s: %w", cfg.Address, err)
 	}
 	return client, nil
+}
+
+// oneShotHTTPClient is what Nomad's api package would build, minus
+// keep-alives.
+func oneShotHTTPClient() *http.Client {
+	t := cleanhttp.DefaultTransport()
+	t.DisableKeepAlives = true
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	t.ForceAttemptHTTP2 = false // alloc exec websockets need HTTP/1
+	return &http.Client{Transport: t}
 }
 
 // Governor returns a client of the governor's /allot/v1 API.
