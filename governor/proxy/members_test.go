@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 )
 
@@ -101,4 +102,16 @@ func TestRegisterPassesWhatItCannotRead(t *testing.T) {
 			must.Eq(t, tc.body, string(f.nomad.body("PUT /v1/jobs")), must.Sprint("unchanged"))
 		})
 	}
+}
+
+// The proxy keeps an idle connection to Nomad per caller in flight, on a
+// copy of the transport it is given.
+func TestProxyKeepsIdleConnections(t *testing.T) {
+	given := &http.Transport{MaxIdleConnsPerHost: 3}
+	p := New(Options{Transport: given, Log: hclog.NewNullLogger()})
+	tr, ok := p.client.Transport.(*http.Transport)
+	must.True(t, ok)
+	must.Eq(t, maxIdleConns, tr.MaxIdleConnsPerHost)
+	must.Eq(t, http.RoundTripper(tr), p.rp.Transport)
+	must.Eq(t, 3, given.MaxIdleConnsPerHost, must.Sprint("the caller's transport is not changed"))
 }

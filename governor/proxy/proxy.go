@@ -24,6 +24,9 @@ import (
 // maxBody bounds the request bodies the proxy reads to admit a job.
 const maxBody = 64 << 20
 
+// maxIdleConns is how many idle connections to Nomad the proxy keeps.
+const maxIdleConns = 256
+
 // Proxy is the /v1/* handler.
 type Proxy struct {
 	target *url.URL
@@ -55,6 +58,14 @@ func New(opts Options) *Proxy {
 	tr := opts.Transport
 	if tr == nil {
 		tr = http.DefaultTransport
+	}
+	if t, ok := tr.(*http.Transport); ok {
+		// Every caller's request becomes one to Nomad: keep as many idle
+		// connections as callers may have in flight, or each burst above
+		// the pooled client's default (GOMAXPROCS+1) dials Nomad anew.
+		t = t.Clone()
+		t.MaxIdleConnsPerHost, t.MaxIdleConns = maxIdleConns, maxIdleConns
+		tr = t
 	}
 	rp := httputil.NewSingleHostReverseProxy(opts.Target)
 	rp.Transport = tr
