@@ -1,16 +1,16 @@
 package testcluster
 
 import (
+	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/allot-sh/allot/internal/nomadagent"
+	"github.com/allot-sh/allot/internal/proc"
 )
 
 // Governor is an allot-governor process, built from ./governor, running
@@ -21,11 +21,10 @@ type Governor struct {
 	// LogPath is where its output goes.
 	LogPath string
 
-	t      testing.TB
-	bin    string
-	args   []string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	t    testing.TB
+	bin  string
+	args []string
+	p    *proc.Process
 }
 
 // StartGovernor builds allot-governor, starts it against the cluster with
@@ -59,23 +58,11 @@ func (c *Cluster) StartGovernor(args ...string) *Governor {
 // until it is healthy.
 func (g *Governor) Start() {
 	g.t.Helper()
-	logf, err := os.OpenFile(g.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := proc.Start(g.bin, g.args, []string{"NOMAD_ADDR=", "NOMAD_TOKEN="}, g.LogPath)
 	if err != nil {
-		g.t.Fatalf("testcluster: governor log: %v", err)
-	}
-	g.cmd = exec.Command(g.bin, g.args...)
-	g.cmd.Stdout, g.cmd.Stderr = logf, logf
-	g.cmd.Env = append(os.Environ(), "NOMAD_ADDR=", "NOMAD_TOKEN=")
-	if err := g.cmd.Start(); err != nil {
-		logf.Close()
 		g.t.Fatalf("testcluster: starting governor: %v", err)
 	}
-	g.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}(g.cmd, g.exited)
+	g.p = p
 	g.WaitHealthy(time.Minute)
 }
 
@@ -83,63 +70,29 @@ func (g *Governor) Start() {
 // the governor exits.
 func (g *Governor) WaitHealthy(timeout time.Duration) {
 	g.t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	var last error
-	for {
-		if last = g.healthy(); last == nil {
-			return
-		}
-		select {
-		case <-g.exited:
-			g.t.Fatalf("testcluster: governor exited; log:\n%s", tail(readFile(g.LogPath), 40))
-		case <-deadline.C:
-			g.t.Fatalf("testcluster: governor not healthy within %s: %v", timeout, last)
-		case <-tick.C:
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := g.p.WaitHTTP(ctx, g.Addr+"/healthz"); err != nil {
+		g.t.Fatalf("testcluster: governor not healthy: %v; log:\n%s", err, tail(readFile(g.LogPath), 40))
 	}
-}
-
-func (g *Governor) healthy() error {
-	resp, err := http.Get(g.Addr + "/healthz")
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("/healthz: %s", resp.Status)
-	}
-	return nil
 }
 
 // Kill kills the governor with SIGKILL (no cleanup on its side) and waits
 // until it is gone.
 func (g *Governor) Kill() {
 	g.t.Helper()
-	if g.cmd == nil || g.cmd.Process == nil {
-		return
+	if g.p != nil {
+		g.p.Kill()
 	}
-	_ = g.cmd.Process.Signal(syscall.SIGKILL)
-	<-g.exited
 }
 
 func (g *Governor) cleanup() {
 	if g.t.Failed() {
 		g.t.Logf("==== allot-governor log (%s), last 150 lines ====\n%s", g.LogPath, tail(readFile(g.LogPath), 150))
 	}
-	if g.cmd != nil && g.exited != nil {
-		select {
-		case <-g.exited:
-		default:
-			_ = g.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-g.exited:
-			case <-time.After(10 * time.Second):
-				_ = g.cmd.Process.Signal(syscall.SIGKILL)
-				<-g.exited
-			}
+	if g.p != nil {
+		if err := g.p.Stop(10 * time.Second); err != nil {
+			g.t.Logf("testcluster: %v", err)
 		}
 	}
 }
