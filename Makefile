@@ -53,8 +53,12 @@ e2e: build ## Run the e2e tests (real Nomad cluster; RUN=<regexp> picks tests)
 	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' ./...
 
 .PHONY: bench
-bench: build ## Run the benchmarks (results go in docs/benchmarks.md)
+bench: build bench-sim ## Run the benchmarks (results go in docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: bench-sim
+bench-sim: ## Regenerate the Simulator section of docs/benchmarks.md and its charts (allotctl sim report)
+	$(GO) run ./cli sim report
 
 .PHONY: lint
 lint: ## Check formatting and run go vet (plain and e2e builds)

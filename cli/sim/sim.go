@@ -120,7 +120,7 @@ func runAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "Cluster: %s (%d GPUs); %d jobs\n\n", sc.Spec, sc.Spec.GPUs(), len(sc.Jobs))
 	report.Tables(c.App.Writer, runs)
 	for _, r := range runs {
-		fmt.Fprintf(c.App.Writer, "%s: simulated %.0f h in %.2f s\n", r.Summary.Policy, r.Result.End.Hours(), r.Wall.Seconds())
+		fmt.Fprintf(c.App.Writer, "%s: simulated %.0f h in %.2f s (%d governor cycles)\n", r.Summary.Policy, r.Result.End.Hours(), r.Wall.Seconds(), r.Result.Cycles)
 	}
 	return nil
 }
@@ -159,6 +159,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "plot-link", Value: "img", Usage: "how the Markdown file links the charts directory"},
 			&cli.IntFlag{Name: "scale-nodes", Value: 1000, Usage: "nodes of the large simulation (0 skips it)"},
 			&cli.IntFlag{Name: "scale-jobs", Value: 20000, Usage: "jobs of the large simulation"},
+			&cli.DurationFlag{Name: "scale-cycle", Value: 30 * time.Second, Usage: "governor cycle interval of the large simulation"},
 			&cli.StringFlag{Name: "engine-nodes", Value: "1000,5000,10000", Usage: "cluster sizes the engine cycle is timed at (empty skips)"}),
 		Action: reportAction,
 	}
@@ -166,7 +167,7 @@ func reportCommand() *cli.Command {
 
 func reportAction(c *cli.Context) error {
 	cfg := report.Config{Cluster: c.String("cluster"), Seed: c.Int64("seed"), Jobs: c.Int("jobs"), Span: c.Duration("span"),
-		Load: c.Float64("load"), ScaleNodes: c.Int("scale-nodes"), ScaleJobs: c.Int("scale-jobs"),
+		Load: c.Float64("load"), ScaleNodes: c.Int("scale-nodes"), ScaleJobs: c.Int("scale-jobs"), ScaleCycle: c.Duration("scale-cycle"),
 		PlotDir: c.String("plots"), PlotLink: c.String("plot-link"), Progress: c.App.ErrWriter,
 		Command: commandLine(c)}
 	for _, f := range strings.Split(c.String("engine-nodes"), ",") {

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"sort"
 	"time"
 
 	"github.com/allot-sh/allot/governor/engine"
@@ -87,7 +86,8 @@ func (s *sim) removeHeld(j *jobRun) {
 	}
 }
 
-// snapshot is what the governor would read from Nomad now.
+// snapshot is what the governor would read from Nomad now. Jobs come in
+// submission order (the engine's result does not depend on it).
 func (s *sim) snapshot() *engine.Snapshot {
 	snap := &engine.Snapshot{Now: epoch.Add(s.now), Tenants: s.tenants, Nodes: s.engNodes,
 		Allocs: make([]*engine.Alloc, 0, len(s.live))}
@@ -95,16 +95,27 @@ func (s *sim) snapshot() *engine.Snapshot {
 		fillAlloc(a, s.now)
 		snap.Allocs = append(snap.Allocs, a.eng)
 	}
-	for _, j := range s.jobs {
+	for s.firstOpen < len(s.jobs) && s.jobs[s.firstOpen].done {
+		s.firstOpen++
+	}
+	for _, j := range s.jobs[s.firstOpen:s.submitted] {
 		if (j.held || j.admitted) && !j.done {
 			snap.Jobs = append(snap.Jobs, s.engineJob(j))
 		}
 	}
-	sort.Slice(snap.Jobs, func(a, b int) bool { return snap.Jobs[a].ID < snap.Jobs[b].ID })
 	return snap
 }
 
 func (s *sim) engineJob(j *jobRun) *engine.Job {
+	if j.eng != nil {
+		j.eng.State = engine.Admitted
+		if j.held {
+			j.eng.State = engine.Queued
+		}
+		j.eng.Version = uint64(1 + j.requeues)
+		fillJob(j.eng, j, s.now)
+		return j.eng
+	}
 	w := j.w
 	ej := &engine.Job{Namespace: w.Tenant, ID: w.ID, Class: w.Class, State: engine.Admitted,
 		QueuedAt: epoch.Add(j.queuedAt), SubmittedAt: epoch.Add(w.Submit), Version: uint64(1 + j.requeues),
@@ -123,5 +134,6 @@ func (s *sim) engineJob(j *jobRun) *engine.Job {
 		ej.Groups = append(ej.Groups, eg)
 	}
 	fillJob(ej, j, s.now)
+	j.eng = ej
 	return ej
 }

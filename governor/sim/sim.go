@@ -10,6 +10,7 @@ import (
 	"container/heap"
 	"fmt"
 	"math/rand"
+	"runtime/debug"
 	"sort"
 	"time"
 
@@ -104,12 +105,18 @@ type sim struct {
 	m        *collector
 	perm     []int
 	ended    int
+	// submitted counts the jobs submitted so far (s.jobs is in submission
+	// order); firstOpen is the first job that has not finished.
+	submitted, firstOpen int
 	// onSettle, when set (tests), runs after every batch of events.
 	onSettle func()
 }
 
 // Run simulates jobs on the cluster of spec under policy.
 func Run(spec *fleet.Spec, jobs []*workload.Job, policy Policy, opts Options) (*Result, error) {
+	// A run allocates many short-lived snapshots: trade memory for less
+	// garbage collection while it lasts.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	s, err := newSim(spec, jobs, policy, opts)
 	if err != nil {
 		return nil, err
@@ -241,6 +248,7 @@ func (s *sim) settle() {
 
 func (s *sim) submit(j *jobRun) {
 	j.queuedAt = s.now
+	s.submitted++
 	if s.policy == Allot {
 		j.held = true
 		s.held = append(s.held, j)

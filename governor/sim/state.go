@@ -63,7 +63,9 @@ type jobRun struct {
 	admittedAt   time.Duration
 	requeuedAt   time.Duration
 	preemptedBy  string
-	lostGPUSec   float64
+	// eng is the job as the engine sees it, built once and updated.
+	eng        *engine.Job
+	lostGPUSec float64
 	// triedEpoch is the placement epoch of the job's last full attempt.
 	triedEpoch int
 	// lastPreemptTry rate-limits nomad-priority preemption attempts.

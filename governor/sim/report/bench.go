@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/allot-sh/allot/governor/engine"
@@ -24,7 +25,9 @@ type Config struct {
 	// ScaleNodes and ScaleJobs define the large simulation (0 skips it);
 	// EngineNodes the cluster sizes the engine cycle is timed at.
 	ScaleNodes, ScaleJobs int
-	EngineNodes           []int
+	// ScaleCycle is the governor cycle interval of the large simulation.
+	ScaleCycle  time.Duration
+	EngineNodes []int
 	// PlotDir is where charts go; PlotLink how the Markdown links them.
 	PlotDir, PlotLink string
 	// Command is the command line that produced the report (printed).
@@ -37,12 +40,12 @@ type Config struct {
 func Compare(sc *sim.Scenario, opts sim.Options) ([]Run, error) {
 	var runs []Run
 	for _, p := range sim.Policies() {
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		r, err := sim.Run(sc.Spec, sc.Jobs, p, opts)
 		if err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p, err)
 		}
-		runs = append(runs, Run{Result: r, Summary: sim.Summarize(r), Wall: time.Since(start)})
+		runs = append(runs, Run{Result: r, Summary: sim.Summarize(r), Wall: time.Since(start), CPU: cpuTime() - cpu})
 	}
 	return runs, nil
 }
@@ -85,8 +88,8 @@ func Benchmarks(cfg Config) ([]byte, error) {
 	}
 	var scaling []Scaling
 	for _, r := range runs {
-		scaling = append(scaling, Scaling{Label: "standard", Nodes: r.Result.Nodes, Jobs: len(r.Result.Jobs),
-			Policy: r.Summary.Policy, Wall: r.Wall, SimTime: r.Result.End, Cycles: r.Result.Cycles})
+		scaling = append(scaling, Scaling{Label: "standard", Cycle: opts.CycleInterval, Nodes: r.Result.Nodes, Jobs: len(r.Result.Jobs),
+			Policy: r.Summary.Policy, Wall: r.Wall, CPU: r.CPU, SimTime: r.Result.End, Cycles: r.Result.Cycles})
 	}
 	if cfg.ScaleNodes > 0 {
 		more, err := scaleRuns(cfg, say)
@@ -95,7 +98,7 @@ func Benchmarks(cfg Config) ([]byte, error) {
 		}
 		scaling = append(scaling, more...)
 	}
-	fmt.Fprintf(&b, "### Simulator scaling\n\nWall time on this machine (2 cores, shared). \"simulated\" runs until the last job ends.\n\n")
+	fmt.Fprintf(&b, "### Simulator scaling\n\nWall and CPU time of each run on this machine (2 cores, shared with other builds and tests while it ran: the CPU column is the steadier figure). \"simulated\" runs until the last job ends; \"cycle\" is the shortest time between governor cycles.\n\n")
 	ScalingTable(&b, scaling)
 	if len(cfg.EngineNodes) > 0 {
 		rows, err := engineTimes(cfg, say)
@@ -103,8 +106,8 @@ func Benchmarks(cfg Config) ([]byte, error) {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "### Engine cycle on simulated clusters\n\n")
-		fmt.Fprintf(&b, "`engine.Decide` on the state of a nomad-fifo run of the scaled cluster (%d jobs per 64 nodes, %.0f %% load) after 3 simulated days, jobs with nothing placed queued: median of 5 cycles.\n\n",
-			cfg.Jobs, 100*cfg.Load*1.2)
+		fmt.Fprintf(&b, "`engine.Decide` (default governor configuration) on the state of a nomad-fifo run of the scaled cluster (%d jobs per 1,000 nodes per %v, %.0f %% offered load) after 3 simulated days, jobs with nothing placed queued, running ones admitted: median of 5 cycles.\n\n",
+			perNodeJobs(cfg), cfg.Span, 100*cfg.Load*1.2)
 		fmt.Fprintln(&b, "| nodes | GPUs | live allocations | queued jobs | ms / cycle (median of 5) | decisions |")
 		fmt.Fprintln(&b, "|---:|---:|---:|---:|---:|---:|")
 		for _, r := range rows {
@@ -127,15 +130,19 @@ func scaleRuns(cfg Config, say func(string, ...any)) ([]Scaling, error) {
 	}
 	opts := sim.DefaultOptions()
 	opts.Seed = cfg.Seed
+	if cfg.ScaleCycle > 0 {
+		opts.CycleInterval = cfg.ScaleCycle
+	}
 	var out []Scaling
 	for _, p := range sim.Policies() {
 		say("scale run: %d nodes, %d jobs, %s", cfg.ScaleNodes, cfg.ScaleJobs, p)
-		start := time.Now()
+		start, cpu := time.Now(), cpuTime()
 		r, err := sim.Run(spec, sc.Jobs, p, opts)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Scaling{Label: "scale", Nodes: r.Nodes, Jobs: len(r.Jobs), Policy: p, Wall: time.Since(start),
+		out = append(out, Scaling{Label: "scale", Cycle: opts.CycleInterval, Nodes: r.Nodes, Jobs: len(r.Jobs), Policy: p,
+			Wall: time.Since(start), CPU: cpuTime() - cpu,
 			SimTime: r.End, Cycles: r.Cycles})
 	}
 	return out, nil
@@ -154,7 +161,7 @@ func engineTimes(cfg Config, say func(string, ...any)) ([]engineRow, error) {
 			return nil, err
 		}
 		spec.Scale(n)
-		jobs := cfg.Jobs * n / 64
+		jobs := perNodeJobs(cfg) * n / 1000
 		sc, err := sim.Generate(spec, cfg.Seed, jobs, cfg.Span, cfg.Load*1.2)
 		if err != nil {
 			return nil, err
@@ -181,4 +188,22 @@ func engineTimes(cfg Config, say func(string, ...any)) ([]engineRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// perNodeJobs is the workload size per 1,000 nodes of the engine timings:
+// the large simulation's density, or the standard scenario's.
+func perNodeJobs(cfg Config) int {
+	if cfg.ScaleNodes > 0 {
+		return cfg.ScaleJobs * 1000 / cfg.ScaleNodes
+	}
+	return cfg.Jobs * 1000 / 64
+}
+
+// cpuTime is the CPU time (user + system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -21,6 +21,8 @@ type Run struct {
 	Result  *sim.Result
 	Summary sim.Summary
 	Wall    time.Duration
+	// CPU is the process CPU time the run used.
+	CPU time.Duration
 }
 
 // Scaling is one measurement of the simulator or the engine at a size.
@@ -33,6 +35,10 @@ type Scaling struct {
 	// SimTime is the simulated time covered.
 	SimTime time.Duration
 	Cycles  int
+	// Cycle is the governor cycle interval; CPU the process CPU time the
+	// run used (0 when unknown).
+	Cycle time.Duration
+	CPU   time.Duration
 }
 
 func hours(d time.Duration) string { return fmt.Sprintf("%.2f", d.Hours()) }
@@ -134,11 +140,11 @@ func Verdict(runs []Run) string {
 
 // ScalingTable writes the scaling measurements.
 func ScalingTable(w io.Writer, rows []Scaling) {
-	fmt.Fprintln(w, "| run | nodes | jobs | policy | wall (s) | simulated (h) | jobs / s (wall) | simulated s / wall s | governor cycles |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| run | nodes | jobs | policy | cycle | wall (s) | CPU (s) | simulated (h) | jobs / s (wall) | simulated s / wall s | governor cycles |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %.1f | %.0f | %.0f | %.0f | %d |\n", r.Label, r.Nodes, r.Jobs, r.Policy,
-			r.Wall.Seconds(), r.SimTime.Hours(), float64(r.Jobs)/r.Wall.Seconds(), r.SimTime.Seconds()/r.Wall.Seconds(), r.Cycles)
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %v | %.1f | %.1f | %.0f | %.0f | %.0f | %d |\n", r.Label, r.Nodes, r.Jobs, r.Policy, r.Cycle,
+			r.Wall.Seconds(), r.CPU.Seconds(), r.SimTime.Hours(), float64(r.Jobs)/r.Wall.Seconds(), r.SimTime.Seconds()/r.Wall.Seconds(), r.Cycles)
 	}
 	fmt.Fprintln(w)
 }
