@@ -78,6 +78,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "trace", Usage: "read jobs from this trace (.csv, or .jsonl) instead of generating them"},
 			&cli.StringFlag{Name: "policies", Value: "nomad-fifo,nomad-priority,allot", Usage: "comma list of policies"},
 			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
+			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
 		Action: runAction,
 	}
@@ -100,6 +101,9 @@ func runAction(c *cli.Context) error {
 	opts.Seed = c.Int64("seed")
 	if opts.CycleInterval = c.Duration("cycle"); opts.CycleInterval <= 0 {
 		return cmdutil.UsageError(c, "-cycle must be > 0")
+	}
+	if c.IsSet("starvation-timeout") {
+		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")
 	}
 	var runs []report.Run
 	for _, p := range policies {
@@ -167,7 +171,7 @@ func reportCommand() *cli.Command {
 
 func reportAction(c *cli.Context) error {
 	cfg := report.Config{Cluster: c.String("cluster"), Seed: c.Int64("seed"), Jobs: c.Int("jobs"), Span: c.Duration("span"),
-		Load: c.Float64("load"), ScaleNodes: c.Int("scale-nodes"), ScaleJobs: c.Int("scale-jobs"), ScaleCycle: c.Duration("scale-cycle"),
+		Load: c.Float64("load"), ScaleNodes: c.Int("scale-nodes"), ScaleJobs: c.Int("scale-jobs"), ScaleCycle: c.Duration("scale-cycle"), ExtraSeeds: []int64{2, 3},
 		PlotDir: c.String("plots"), PlotLink: c.String("plot-link"), Progress: c.App.ErrWriter,
 		Command: commandLine(c)}
 	for _, f := range strings.Split(c.String("engine-nodes"), ",") {

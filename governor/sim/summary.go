@@ -59,7 +59,11 @@ type Summary struct {
 	// AllocRate and UsefulRate are mean fractions of the GPUs allocated,
 	// and allocated to jobs whose allocations all run, over Span.
 	AllocRate, UsefulRate float64
-	Wait                  Stats
+	// Delivered is the work of finished jobs (GPUs × duration) over the
+	// GPU-time of the whole run: allocation minus idle gang members,
+	// preempted work and the drain at the end.
+	Delivered float64
+	Wait      Stats
 	// WaitWithinNominal is the wait of jobs of tenants whose offered load
 	// is within their nominal quota.
 	WaitWithinNominal Stats
@@ -111,6 +115,7 @@ func Summarize(r *Result) Summary {
 			sum.LongestWait = w
 		}
 		if j.End >= 0 {
+			sum.Delivered += float64(j.GPUs) * j.Duration.Seconds()
 			sum.Finished++
 			jct = append(jct, j.End-j.Submit)
 		}
@@ -123,6 +128,9 @@ func Summarize(r *Result) Summary {
 		sum.WaitByClass[c] = NewStats(ds)
 	}
 	sum.AllocRate, sum.UsefulRate, sum.ShareError = rates(r, sum.Span)
+	if r.End > 0 {
+		sum.Delivered /= float64(r.GPUs) * r.End.Seconds()
+	}
 	sum.Jain = jain(sum.Shares)
 	return sum
 }

@@ -28,6 +28,9 @@ type Config struct {
 	// ScaleCycle is the governor cycle interval of the large simulation.
 	ScaleCycle  time.Duration
 	EngineNodes []int
+	// ExtraSeeds repeat the standard scenario with other seeds (workload
+	// and placement) to show how much the comparison varies.
+	ExtraSeeds []int64
 	// PlotDir is where charts go; PlotLink how the Markdown links them.
 	PlotDir, PlotLink string
 	// Command is the command line that produced the report (printed).
@@ -83,6 +86,9 @@ func Benchmarks(cfg Config) ([]byte, error) {
 	fmt.Fprintf(&b, "### Three policies on the standard scenario\n\n")
 	Tables(&b, runs)
 	fmt.Fprintf(&b, "Acceptance comparison (computed from the table above):\n\n%s\n", Verdict(runs))
+	if err := seedTable(&b, cfg, spec, say); err != nil {
+		return nil, err
+	}
 	for _, p := range plots {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", p, filepath.ToSlash(filepath.Join(cfg.PlotLink, p)))
 	}
@@ -206,4 +212,35 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// seedTable reruns the standard scenario with other seeds and tabulates
+// the acceptance metrics.
+func seedTable(w io.Writer, cfg Config, spec *fleet.Spec, say func(string, ...any)) error {
+	if len(cfg.ExtraSeeds) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "The same comparison with other seeds (workload and placement):\n\n")
+	fmt.Fprintln(w, "| seed | policy | GPU allocation | work delivered | p95 wait within nominal (h) | share error | preemptions | GPU-h lost |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|")
+	for _, seed := range cfg.ExtraSeeds {
+		say("standard scenario, seed %d", seed)
+		sc, err := sim.Generate(spec, seed, cfg.Jobs, cfg.Span, cfg.Load)
+		if err != nil {
+			return err
+		}
+		opts := sim.DefaultOptions()
+		opts.Seed = seed
+		runs, err := Compare(sc, opts)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			s := r.Summary
+			fmt.Fprintf(w, "| %d | %s | %.1f %% | %.1f %% | %s | %.3f | %d | %.0f |\n", seed, s.Policy, 100*s.AllocRate,
+				100*s.Delivered, hours(s.WaitWithinNominal.P95), s.ShareError, s.Preemptions, s.LostGPUHours)
+		}
+	}
+	fmt.Fprintln(w)
+	return nil
 }
