@@ -95,7 +95,7 @@ func (c *Chart) bounds() (xmin, xmax, ymax float64) {
 }
 
 func trim(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e6 {
+	if math.Abs(v) >= 10 || v == math.Trunc(v) {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.2g", v)

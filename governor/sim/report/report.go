@@ -195,7 +195,13 @@ func allocChart(runs []Run) *Chart {
 }
 
 func waitChart(runs []Run) *Chart {
-	c := &Chart{Title: "Queue wait CDF (all jobs that started)", XLabel: "wait (h)", YLabel: "% of jobs", YMax: 100}
+	c := &Chart{Title: "Queue wait CDF (jobs that started; x up to the largest p99)", XLabel: "wait (h)", YLabel: "% of jobs", YMax: 100}
+	xmax := 0.0
+	for _, r := range runs {
+		if p := r.Summary.Wait.P99.Hours(); p > xmax {
+			xmax = p
+		}
+	}
 	for _, r := range runs {
 		var ws []float64
 		for _, j := range r.Result.Jobs {
@@ -205,11 +211,8 @@ func waitChart(runs []Run) *Chart {
 		}
 		sort.Float64s(ws)
 		s := Series{Name: string(r.Summary.Policy)}
-		for i := 0; i < len(ws); i += max1(len(ws) / 400) {
+		for i := 0; i < len(ws) && ws[i] <= xmax; i += max1(len(ws) / 400) {
 			s.X, s.Y = append(s.X, ws[i]), append(s.Y, 100*float64(i+1)/float64(len(ws)))
-		}
-		if len(ws) > 0 {
-			s.X, s.Y = append(s.X, ws[len(ws)-1]), append(s.Y, 100)
 		}
 		c.Series = append(c.Series, s)
 	}
