@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 )
 
@@ -171,4 +172,20 @@ func TestBadOptionsAndJobs(t *testing.T) {
 	jobs[0] = &bad
 	_, err = Run(sc.Spec, jobs, Allot, DefaultOptions())
 	must.ErrorContains(t, err, `tenant "nobody" is not in the cluster file`)
+}
+
+func TestSnapshotAtQueuesWhatNomadCouldNotPlace(t *testing.T) {
+	sc := smallScenario(t, 4)
+	snap, err := SnapshotAt(sc.Spec, sc.Jobs, 24*time.Hour, DefaultOptions())
+	must.NoError(t, err)
+	states := map[engine.State]int{}
+	for _, j := range snap.Jobs {
+		states[j.State]++
+	}
+	must.Positive(t, states[engine.Queued])
+	must.Positive(t, states[engine.Admitted])
+	must.Positive(t, len(snap.Allocs))
+	must.EqOp(t, epoch.Add(24*time.Hour), snap.Now)
+	plan := engine.Decide(DefaultEngine(), snap)
+	must.NotNil(t, plan)
 }
