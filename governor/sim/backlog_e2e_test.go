@@ -1,0 +1,190 @@
+//go:build e2e
+
+package sim
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/internal/testcluster"
+)
+
+// backlog is how many queued jobs the governor holds before admissions
+// are timed.
+const backlog = 5000
+
+// BenchmarkE2E_Backlog measures the real stack the simulator models: a
+// Nomad 1.6.1 cluster (two clients whose nomad-device-accel reads the demo
+// inventory) behind allot-governor. It fills the governor's queue with
+// 5,000 jobs submitted through the proxy (8 at a time; their node pool has
+// no nodes, so they stay queued), then times b.N more submissions one by
+// one: admission latency under the backlog. Reported: fill rate
+// (jobs/s), latency p50/p95 (ms), governor CPU seconds during the fill and
+// its resident memory at the end (MiB). Run with -benchtime 200x.
+func BenchmarkE2E_Backlog(b *testing.B) {
+	inv, err := filepath.Abs("../../device-plugin/inventory/examples/dev-node.hcl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc := map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)}
+	c := testcluster.New(b, testcluster.Options{Plugins: []string{"nomad-device-accel"},
+		Clients: []testcluster.ClientSpec{{Name: "gpu-1", PluginConfig: pc}, {Name: "gpu-2", PluginConfig: pc}}})
+	if _, err := c.API.NodePools().Register(&api.NodePool{Name: "nowhere"}, nil); err != nil {
+		b.Fatal(err)
+	}
+	ns := &api.Namespace{Name: "team", Meta: map[string]string{"allot.quota.gpu": "8", "allot.limit.gpu": "16"}}
+	if _, err := c.API.Namespaces().Register(ns, nil); err != nil {
+		b.Fatal(err)
+	}
+	g := c.StartGovernor()
+	pid := governorPID(b, c.Dir)
+	client := proxyClient(b, g.Addr)
+
+	cpu0, start := procCPU(b, pid), time.Now()
+	fill(b, client, backlog)
+	fillWall, fillCPU := time.Since(start), procCPU(b, pid)-cpu0
+	last := fmt.Sprintf("q-%05d", backlog-1)
+	c.Eventually(2*time.Minute, "the backlog is queued", func() error {
+		j, _, err := client.Jobs().Info(last, &api.QueryOptions{Namespace: "team"})
+		if err != nil {
+			return err
+		}
+		if j.Stop == nil || !*j.Stop || j.Meta["allot.state"] != "queued" {
+			return fmt.Errorf("job %s not held yet", last)
+		}
+		return nil
+	})
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		if _, _, err := client.Jobs().Register(gpuJob(fmt.Sprintf("t-%05d", i)), nil); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(x, y int) bool { return lat[x] < lat[y] })
+	b.ReportMetric(float64(backlog)/fillWall.Seconds(), "fill-jobs/s")
+	b.ReportMetric(fillCPU.Seconds(), "governor-fill-cpu-s")
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*95/100]), "p95-ms")
+	b.ReportMetric(rssMiB(b, pid), "governor-rss-MiB")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// gpuJob is a one-GPU batch job for node pool "nowhere": the governor
+// queues it because nothing can fit it.
+func gpuJob(id string) *api.Job {
+	ns, pool := "team", "nowhere"
+	j := api.NewBatchJob(id, id, "global", 50)
+	j.Namespace, j.NodePool = &ns, &pool
+	task := api.NewTask("t", "raw_exec").SetConfig("command", "/bin/true")
+	cpu, mem := 100, 64
+	task.Resources = &api.Resources{CPU: &cpu, MemoryMB: &mem,
+		Devices: []*api.RequestedDevice{{Name: "nvidia/gpu", Count: pointer(uint64(1))}}}
+	j.AddTaskGroup(api.NewTaskGroup("g", 1).AddTask(task))
+	return j
+}
+
+func pointer[T any](v T) *T { return &v }
+
+// fill registers n jobs with 8 workers.
+func fill(b *testing.B, client *api.Client, n int) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				if _, _, err := client.Jobs().Register(gpuJob(fmt.Sprintf("q-%05d", i)), nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+func proxyClient(b *testing.B, addr string) *api.Client {
+	cfg := api.DefaultConfig()
+	cfg.Address = addr
+	cfg.HttpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	client, err := api.NewClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
+}
+
+// governorPID finds the allot-governor the cluster started from dir.
+func governorPID(b *testing.B, dir string) int {
+	bin := filepath.Join(dir, "allot-governor")
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range procs {
+		data, err := os.ReadFile(f)
+		if err == nil && strings.HasPrefix(string(data), bin+"\x00") {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return pid
+		}
+	}
+	b.Fatal("allot-governor process not found")
+	return 0
+}
+
+// procCPU is the user+system CPU time of pid from /proc/<pid>/stat
+// (clock ticks of 10 ms).
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
+	}
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// rssMiB reads VmRSS from /proc/<pid>/status.
+func rssMiB(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatalf("parsing VmRSS %q: %v", rest, err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
