@@ -22,6 +22,7 @@ type event struct {
 	seq, seq2 int
 }
 
+// eventHeap implements heap.Interface over events, earliest first.
 type eventHeap []event
 
 func (h eventHeap) Len() int { return len(h) }

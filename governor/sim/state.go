@@ -75,7 +75,7 @@ type jobRun struct {
 
 func (j *jobRun) key() string { return j.w.Tenant + "/" + j.w.ID }
 
-// nodeMatches reports whether a device group satisfies a request name
+// groupMatches reports whether a device group satisfies a request name
 // ("gpu", "nvidia/gpu" or "nvidia/gpu/H200"), as Nomad matches it.
 func groupMatches(g *engine.DeviceGroup, name string) bool {
 	parts := strings.Split(name, "/")
