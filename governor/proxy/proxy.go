@@ -78,7 +78,7 @@ func New(opts Options) *Proxy {
 // ServeHTTP routes one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kind, id := Classify(r.Method, r.URL.Path)
-	if kind != Passthrough && kind != Revert && !p.store.Ready() {
+	if kind != Passthrough && !p.store.Ready() {
 		// Until the store knows the namespaces, a governed job could slip
 		// through unadmitted: refuse instead, nothing is lost.
 		http.Error(w, "allot-governor: starting up (syncing with Nomad), retry in a moment", http.StatusServiceUnavailable)
@@ -94,6 +94,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = p.scale(w, r, id)
 	case Dispatch:
 		err = p.dispatch(w, r, id)
+	case Revert:
+		err = p.revert(w, r, id)
 	default:
 		p.rp.ServeHTTP(w, r)
 		return

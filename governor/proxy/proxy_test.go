@@ -31,6 +31,8 @@ type fakeNomad struct {
 	status int
 	// jobJSON answers GET /v1/job/<id> when set.
 	jobJSON string
+	// versionsJSON answers GET /v1/job/<id>/versions when set.
+	versionsJSON string
 }
 
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,6 +45,8 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case status != 0:
 		http.Error(w, "Permission denied", status)
+	case r.Method == "GET" && strings.HasSuffix(r.URL.Path, "/versions") && f.versionsJSON != "":
+		_, _ = io.WriteString(w, f.versionsJSON)
 	case r.Method == "GET" && strings.HasPrefix(r.URL.Path, "/v1/job/") && f.jobJSON != "":
 		_, _ = io.WriteString(w, f.jobJSON)
 	case r.URL.Path == "/v1/event/stream":
