@@ -39,7 +39,8 @@ var pluginInfo = &base.PluginInfoResponse{
 
 // capabilities are what the driver really supports: signals and exec
 // through the executor, no filesystem isolation (like raw_exec), host or
-// group networking.
+// group networking. Resource limits have no capability flag in Nomad 1.6;
+// they are enforced through cgroups where the host allows (enforce.go).
 var capabilities = &drivers.Capabilities{
 	SendSignals:       true,
 	Exec:              true,
@@ -58,6 +59,7 @@ type Driver struct {
 	ctx         context.Context
 	logger      hclog.Logger
 	clock       Clock
+	newLimiter  func(*drivers.TaskConfig) limiter
 }
 
 // NewPlugin returns the driver; its signature fits plugins.ServeCtx.
@@ -69,11 +71,12 @@ func NewPlugin(ctx context.Context, logger hclog.Logger) interface{} {
 func New(ctx context.Context, logger hclog.Logger) *Driver {
 	logger = logger.Named(PluginName)
 	return &Driver{
-		eventer: eventer.NewEventer(ctx, logger),
-		tasks:   newTaskStore(),
-		ctx:     ctx,
-		logger:  logger,
-		clock:   realClock{},
+		eventer:    eventer.NewEventer(ctx, logger),
+		tasks:      newTaskStore(),
+		ctx:        ctx,
+		logger:     logger,
+		clock:      realClock{},
+		newLimiter: defaultLimiter,
 	}
 }
 
@@ -210,6 +213,7 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 			result.Err = fmt.Errorf("executor: waiting for the task: %w", err)
 		} else {
 			result.ExitCode, result.Signal = ps.ExitCode, ps.Signal
+			result.OOMKilled = h.oomKilled()
 		}
 		select {
 		case <-ctx.Done():
@@ -246,6 +250,7 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 		}
 		h.pluginClient.Kill()
 	}
+	h.removeLimits()
 	d.tasks.delete(taskID)
 	return nil
 }

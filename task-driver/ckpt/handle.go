@@ -27,6 +27,7 @@ type taskHandle struct {
 	logger       hclog.Logger
 	clock        Clock
 	emit         func(event)
+	limiter      limiter // nil when limits are not enforced
 
 	ckptDir       string
 	signal        syscall.Signal
@@ -89,7 +90,7 @@ func (h *taskHandle) run() {
 		return
 	}
 	h.procState = drivers.TaskStateExited
-	h.exitResult = &drivers.ExitResult{ExitCode: ps.ExitCode, Signal: ps.Signal}
+	h.exitResult = &drivers.ExitResult{ExitCode: ps.ExitCode, Signal: ps.Signal, OOMKilled: h.oomKilled()}
 	h.completedAt = ps.Time
 }
 

@@ -49,6 +49,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, err
 	}
+	d.enforceLimits(h, cfg)
 	handle, err := d.persist(cfg, h)
 	if err != nil {
 		_ = h.exec.Shutdown("", 0)
@@ -192,6 +193,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	h := d.newHandle(st.TaskConfig, taskSettings{signal: sig, signalName: name, timeout: st.CheckpointTimeout},
 		st.CheckpointDir, d.emitter(st.TaskConfig))
 	h.exec, h.pluginClient, h.pid, h.startedAt = exec, client, st.Pid, st.StartedAt
+	d.enforceLimits(h, st.TaskConfig)
 	d.tasks.set(st.TaskConfig.ID, h)
 	d.startBackground(h)
 	d.logger.Info("recovered task", "task_id", st.TaskConfig.ID, "pid", st.Pid, "checkpoint_dir", st.CheckpointDir)

@@ -37,6 +37,7 @@ func TestE2E_CheckpointDriver(t *testing.T) {
 	t.Run("b: nomad alloc stop checkpoints and the replacement resumes", s.allocStop)
 	t.Run("c: a task that ignores the signal times out and is killed within kill_timeout", s.ignoresSignal)
 	t.Run("config: bad signal fails clearly, a too long checkpoint timeout warns", s.configErrors)
+	t.Run("limits: memory over the limit is OOM-killed, within it runs, cgroups hold the limits", s.limits)
 	t.Run("e: a client restart keeps the task, recovers it, and a later stop still checkpoints", s.clientRestart)
 	t.Run("d: Nomad preemption evicts a ckpt job that checkpoints and later resumes", s.preemption)
 	t.Run("drain: a node drain checkpoints the task", s.drain)
@@ -214,6 +215,8 @@ func (s *suite) clientRestart(t *testing.T) {
 	must.Eq(t, 1, strings.Count(s.c.TaskLogs(after.ID, "train", "stdout"), "starting at step"))
 	for _, e := range s.c.TaskEvents(after.ID, "train") {
 		must.NotEq(t, api.TaskRestarting, e.Type, must.Sprintf("restarted: %s", describe(s.c.TaskEvents(after.ID, "train"))))
+		// RecoverTask re-applies the limits; that must work on a task already limited.
+		must.StrNotContains(t, e.DisplayMessage, "Resource limits not enforced")
 	}
 	stopJob(t, s.c, *job.ID)
 	saved := waitEvent(t, s.c, after.ID, `^Checkpoint saved: .* step \d+ \(`, 10*time.Second)

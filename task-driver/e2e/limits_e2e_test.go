@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/internal/testcluster"
+)
+
+// limitsJob runs a python3 payload that prints its pid, then touches
+// mb MiB of memory in 8 MiB steps and sleeps; memory = 64.
+func limitsJob(id string, mb int, python string) string {
+	payload := fmt.Sprintf(`import os, time
+print("pid %%d" %% os.getpid(), flush=True)
+held = []
+for i in range(%d // 8):
+    held.append(b"x" * (8 << 20))
+    print("held %%d MiB" %% (8 * len(held)), flush=True)
+print("ready", flush=True)
+time.sleep(300)
+`, mb)
+	return fmt.Sprintf(`
+job %q {
+  type = "batch"
+  reschedule {
+    attempts  = 0
+    unlimited = false
+  }
+  group "g" {
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    task "train" {
+      driver = "ckpt"
+      config {
+        command = %q
+        args    = ["-c", %q]
+      }
+      resources {
+        cpu    = 120
+        memory = 64
+      }
+    }
+  }
+}`, id, python, payload)
+}
+
+// limits is scenario limits: memory and CPU weight are enforced through
+// cgroups; a task over its memory is OOM-killed, one within it runs.
+func (s *suite) limits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroup limits need the plugin to run as root")
+	}
+	python, err := exec.LookPath("python3")
+	must.NoError(t, err)
+
+	fits, _ := s.c.RegisterHCL("fits.nomad.hcl", limitsJob("fits", 32, python))
+	alloc := running(s.c, *fits.ID)
+	pid := waitLog(t, s.c, alloc.ID, `pid (\d+)\n`, time.Minute)[1]
+	waitLog(t, s.c, alloc.ID, `ready\n`, time.Minute)
+	dirs := checkCgroupLimits(t, pid, alloc.ID, 64<<20, 120)
+	stopJob(t, s.c, *fits.ID)
+	s.c.Eventually(30*time.Second, "the task's cgroups removed", func() error {
+		for _, d := range dirs {
+			if _, err := os.Stat(d); err == nil {
+				return fmt.Errorf("%s still exists", d)
+			}
+		}
+		return nil
+	})
+
+	oom, _ := s.c.RegisterHCL("oom.nomad.hcl", limitsJob("oom", 1024, python))
+	failed := s.c.WaitForAlloc(api.DefaultNamespace, *oom.ID, 90*time.Second,
+		testcluster.ClientStatus(api.AllocClientStatusFailed))
+	var term *api.TaskEvent
+	for _, e := range s.c.TaskEvents(failed.ID, "train") {
+		if e.Type == api.TaskTerminated {
+			term = e
+		}
+	}
+	must.NotNil(t, term, must.Sprintf("events: %s", describe(s.c.TaskEvents(failed.ID, "train"))))
+	must.Eq(t, "true", term.Details["oom_killed"], must.Sprintf("terminated: %s %v", term.DisplayMessage, term.Details))
+	must.Eq(t, "9", term.Details["signal"])
+	out := s.c.TaskLogs(failed.ID, "train", "stdout")
+	must.StrNotContains(t, out, "ready")
+	must.StrContains(t, out, "held 8 MiB")
+	t.Logf("oom task: %s; stdout tail %q", term.DisplayMessage, tailString(out, 40))
+}
+
+// checkCgroupLimits checks the cgroups of a running task hold its limits
+// and returns the task's own cgroup dirs.
+func checkCgroupLimits(t *testing.T, pid, allocID string, memBytes, shares int64) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "cgroup"))
+	must.NoError(t, err)
+	paths := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		must.Eq(t, 3, len(parts), must.Sprintf("line %q", line))
+		for _, ctl := range strings.Split(parts[1], ",") {
+			paths[ctl] = parts[2]
+		}
+	}
+	const root = "/sys/fs/cgroup"
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		dir := filepath.Join(root, paths[""])
+		must.Eq(t, fmt.Sprint(memBytes), readTrim(t, filepath.Join(dir, "memory.max")))
+		return nil // v2: the executor owns and removes the scope
+	}
+	child := "allot-ckpt-" + allocID + "-train"
+	mem := filepath.Join(root, "memory", paths["memory"])
+	cpu := filepath.Join(root, "cpu", paths["cpu"])
+	must.Eq(t, child, filepath.Base(mem))
+	must.Eq(t, child, filepath.Base(cpu))
+	must.Eq(t, fmt.Sprint(memBytes), readTrim(t, filepath.Join(mem, "memory.limit_in_bytes")))
+	must.Eq(t, fmt.Sprint(shares), readTrim(t, filepath.Join(cpu, "cpu.shares")))
+	return []string{mem, cpu}
+}
+
+func readTrim(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
