@@ -9,14 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/allot-sh/allot/internal/proc"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
@@ -101,8 +100,8 @@ func newSubmitEnv(b *testing.B) *submitEnv {
 	}
 	g := c.StartGovernor("-config", cfgFile)
 	e := &submitEnv{c: c, g: g,
-		govPID: findPID(b, func(args []string) bool { return args[0] == filepath.Join(c.Dir, "allot-governor") }),
-		srvPID: findPID(b, func(args []string) bool { return args[len(args)-1] == c.Server.ConfigPath() }),
+		govPID: g.PID(),
+		srvPID: c.Server.PID(),
 		direct: &submitPath{name: "direct", ns: "plain", client: apiClient(b, c.Addr())},
 		proxy:  &submitPath{name: "proxy", ns: "governed", client: apiClient(b, g.Addr)},
 		pass:   &submitPath{name: "pass", ns: "plain", client: apiClient(b, g.Addr)}}
@@ -233,43 +232,13 @@ func (e *submitEnv) profileProxy(b *testing.B, path string) {
 	}
 }
 
-// findPID returns the process whose command line matches.
-func findPID(b *testing.B, match func(args []string) bool) int {
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, f := range procs {
-		data, err := os.ReadFile(f)
-		if err != nil || len(data) == 0 {
-			continue
-		}
-		if match(strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")) {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-			return pid
-		}
-	}
-	b.Fatal("process not found")
-	return 0
-}
-
-// cpuTime is the user+system CPU time of process pid (all threads), from
-// /proc/<pid>/stat in clock ticks of 10ms (USER_HZ on Linux).
+// cpuTime is the CPU time process pid has used so far.
 func cpuTime(b *testing.B, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := proc.CPUTime(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the command name, which is in parentheses: state is
-	// field 3, utime 14 and stime 15.
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
-	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return d
 }
 
 // BenchmarkE2E_Submit compares job registrations per second straight to

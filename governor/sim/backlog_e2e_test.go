@@ -5,17 +5,15 @@ package sim
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/allot-sh/allot/internal/proc"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
@@ -47,7 +45,7 @@ func BenchmarkE2E_Backlog(b *testing.B) {
 		b.Fatal(err)
 	}
 	g := c.StartGovernor()
-	pid := governorPID(b, c.Dir)
+	pid := g.PID()
 	client := proxyClient(b, g.Addr)
 
 	cpu0, start := procCPU(b, pid), time.Now()
@@ -135,56 +133,20 @@ func proxyClient(b *testing.B, addr string) *api.Client {
 	return client
 }
 
-// governorPID finds the allot-governor the cluster started from dir.
-func governorPID(b *testing.B, dir string) int {
-	bin := filepath.Join(dir, "allot-governor")
-	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, f := range procs {
-		data, err := os.ReadFile(f)
-		if err == nil && strings.HasPrefix(string(data), bin+"\x00") {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-			return pid
-		}
-	}
-	b.Fatal("allot-governor process not found")
-	return 0
-}
-
-// procCPU is the user+system CPU time of pid from /proc/<pid>/stat
-// (clock ticks of 10 ms).
+// procCPU is the CPU time process pid has used so far.
 func procCPU(b *testing.B, pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := proc.CPUTime(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := string(data)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("parsing /proc/%d/stat: %v %v", pid, err1, err2)
-	}
-	return time.Duration(u+st) * 10 * time.Millisecond
+	return d
 }
 
-// rssMiB reads VmRSS from /proc/<pid>/status.
+// rssMiB is process pid's resident memory in MiB.
 func rssMiB(b *testing.B, pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	mib, err := proc.RSSMiB(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				b.Fatalf("parsing VmRSS %q: %v", rest, err)
-			}
-			return kb / 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
+	return mib
 }

@@ -223,6 +223,16 @@ func (a *Agent) Kill() {
 	<-done
 }
 
+// PID is the current agent process's ID, 0 when it never started.
+func (a *Agent) PID() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cmd == nil || a.cmd.Process == nil {
+		return 0
+	}
+	return a.cmd.Process.Pid
+}
+
 // Exited returns a channel closed when the current agent process exits; nil
 // when it never started.
 func (a *Agent) Exited() <-chan struct{} {

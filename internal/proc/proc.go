@@ -49,6 +49,9 @@ func Start(bin string, args, env []string, logPath string) (*Process, error) {
 	return p, nil
 }
 
+// PID is the process's ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Exited is closed when the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.done }
 

@@ -77,6 +77,9 @@ func (g *Governor) WaitHealthy(timeout time.Duration) {
 	}
 }
 
+// PID is the running governor's process ID.
+func (g *Governor) PID() int { return g.p.PID() }
+
 // Kill kills the governor with SIGKILL (no cleanup on its side) and waits
 // until it is gone.
 func (g *Governor) Kill() {
