@@ -125,18 +125,7 @@ func newPreemptEnv(t testing.TB) *preemptEnv {
 	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nbackoff_base = \"2s\"\nbackoff_cap = \"10s\"\ngang_timeout = \"15s\"\n"), 0o644))
 	e.g = c.StartGovernor("-config", cfg)
 	e.gov = &gapi.Client{Address: e.g.Addr}
-	return &preemptEnv{env: e, trainer: buildTrainer(t, dir)}
-}
-
-func buildTrainer(t testing.TB, dir string) string {
-	root, err := testcluster.RepoRoot()
-	must.NoError(t, err)
-	bin := filepath.Join(dir, "toytrainer")
-	cmd := exec.Command("go", "build", "-o", bin, "./task-driver/toytrainer")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	must.NoError(t, err, must.Sprintf("building toytrainer: %s", out))
-	return bin
+	return &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
 }
 
 // submit runs `nomad job run` through the governor's proxy.

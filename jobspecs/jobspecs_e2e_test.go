@@ -22,7 +22,7 @@ import (
 // raw_exec) with toy payloads: the Go toy trainer for ckpt jobs, /bin/sh for
 // batch work and Python's http.server for the services.
 func TestE2EJobspecs(t *testing.T) {
-	trainer, python := buildTrainer(t), realPython(t)
+	trainer, python := testcluster.BuildToyTrainer(t, t.TempDir()), realPython(t)
 	c := devCluster(t)
 
 	t.Run("every jobspec validates on the server", func(t *testing.T) {
@@ -215,19 +215,6 @@ func gpusOf(t *testing.T, c *testcluster.Cluster, allocID, vendorType string) in
 		}
 	}
 	return n
-}
-
-// buildTrainer builds the Go toy trainer of the task driver.
-func buildTrainer(t *testing.T) string {
-	t.Helper()
-	root, err := testcluster.RepoRoot()
-	must.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "toytrainer")
-	cmd := exec.Command("go", "build", "-o", bin, "./task-driver/toytrainer")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	must.NoError(t, err, must.Sprintf("building toytrainer: %s", out))
-	return bin
 }
 
 // realPython resolves python3 to its real executable (not a pyenv shim,

@@ -51,11 +51,7 @@ func newEnv(t *testing.T) *env {
 	e.config = filepath.Join(e.dir, "governor.hcl")
 	must.NoError(t, os.WriteFile(e.config, []byte("cycle_interval = \"1s\"\n"), 0o644))
 	e.g = e.c.StartGovernor("-config", e.config)
-	e.trainer = filepath.Join(e.dir, "toytrainer")
-	build := exec.Command("go", "build", "-o", e.trainer, "./task-driver/toytrainer")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	must.NoError(t, err, must.Sprintf("building toytrainer: %s", out))
+	e.trainer = testcluster.BuildToyTrainer(t, e.dir)
 	return e
 }
 

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"testing"
 
 	"github.com/allot-sh/allot/internal/repo"
 )
@@ -59,23 +60,43 @@ func buildPlugins(dir string, names []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating plugin dir: %w", err)
 	}
-	root, err := RepoRoot()
-	if err != nil {
-		return err
-	}
 	sort.Strings(names)
 	for _, name := range names {
 		pkg, ok := PluginPackages[name]
 		if !ok {
 			return fmt.Errorf("unknown plugin %q (known: %v)", name, keys(PluginPackages))
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building plugin %s: %w\n%s", name, err, out)
+		if err := GoBuild(pkg, filepath.Join(dir, name)); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// GoBuild builds the repository's package pkg (relative to the repository
+// root, e.g. "./governor") into the binary out.
+func GoBuild(pkg, out string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s: %w\n%s", pkg, err, output)
+	}
+	return nil
+}
+
+// BuildToyTrainer builds the ckpt driver's Go toy trainer into dir and
+// returns its path; it fails the test when the build fails.
+func BuildToyTrainer(t testing.TB, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "toytrainer")
+	if err := GoBuild("./task-driver/toytrainer", bin); err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+	return bin
 }
 
 func keys(m map[string]string) []string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,15 +31,9 @@ type Governor struct {
 // killed when the test ends.
 func (c *Cluster) StartGovernor(args ...string) *Governor {
 	c.t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		c.t.Fatalf("testcluster: %v", err)
-	}
 	bin := filepath.Join(c.Dir, "allot-governor")
-	build := exec.Command("go", "build", "-o", bin, "./governor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		c.t.Fatalf("testcluster: building allot-governor: %v\n%s", err, out)
+	if err := GoBuild("./governor", bin); err != nil {
+		c.t.Fatalf("testcluster: %v", err)
 	}
 	ports, err := nomadagent.FreePorts(1)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench E2E -benchtime 10x ./task-driver/e2e/
 func BenchmarkE2EStop(b *testing.B) {
-	trainer := buildTrainer(b)
+	trainer := testcluster.BuildToyTrainer(b, b.TempDir())
 	root := b.TempDir()
 	c := testcluster.New(b, testcluster.Options{
 		Plugins: []string{"nomad-driver-ckpt"},

@@ -21,7 +21,7 @@ import (
 // TestE2E_CheckpointDriver runs every ckpt scenario on one cluster with one
 // client, one after another (the preemption case needs the node to itself).
 func TestE2E_CheckpointDriver(t *testing.T) {
-	trainer := buildTrainer(t)
+	trainer := testcluster.BuildToyTrainer(t, t.TempDir())
 	ckptRoot := t.TempDir()
 	c := testcluster.New(t, testcluster.Options{
 		Plugins: []string{"nomad-driver-ckpt"},

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,19 +17,6 @@ import (
 
 	"github.com/allot-sh/allot/internal/testcluster"
 )
-
-// buildTrainer builds the Go toy trainer into a temp dir.
-func buildTrainer(t testing.TB) string {
-	t.Helper()
-	root, err := testcluster.RepoRoot()
-	must.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "toytrainer")
-	cmd := exec.Command("go", "build", "-o", bin, "./task-driver/toytrainer")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	must.NoError(t, err, must.Sprintf("building toytrainer: %s", out))
-	return bin
-}
 
 // trainJob renders a ckpt batch job running the toy trainer.
 type trainJob struct {
