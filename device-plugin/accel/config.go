@@ -3,6 +3,7 @@ package accel
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,33 +20,61 @@ const (
 	GroupingNUMA   = "numa"
 )
 
+// Defaults of the plugin config, declared once: the hclspec below and
+// DefaultConfig both use them.
+const (
+	defaultBackend           = "detect"
+	defaultFingerprintPeriod = 10 * time.Second
+	defaultGrouping          = GroupingNone
+	defaultNPUSmiPath        = "npu-smi"
+)
+
 // DefaultBenignXIDs are the NVML XIDs that signal an application error, not
 // a broken GPU; nomad-device-accel does not mark a GPU unhealthy for them.
 var DefaultBenignXIDs = []int{13, 31, 43, 45, 68, 109}
+
+// hclString, hclStrings and hclInts render a default as an HCL literal.
+func hclString(v string) *hclspec.Spec { return hclspec.NewLiteral(strconv.Quote(v)) }
+
+func hclStrings(vs []string) *hclspec.Spec {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.Quote(v)
+	}
+	return hclspec.NewLiteral("[" + strings.Join(q, ", ") + "]")
+}
+
+func hclInts(vs []int) *hclspec.Spec {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.Itoa(v)
+	}
+	return hclspec.NewLiteral("[" + strings.Join(q, ", ") + "]")
+}
 
 // configSpec is the plugin's `config { … }` block in the agent config.
 var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"backends": hclspec.NewDefault(
 		hclspec.NewAttr("backends", "list(string)", false),
-		hclspec.NewLiteral(`["detect"]`),
+		hclStrings([]string{defaultBackend}),
 	),
 	"inventory_file": hclspec.NewAttr("inventory_file", "string", false),
 	"fingerprint_period": hclspec.NewDefault(
 		hclspec.NewAttr("fingerprint_period", "string", false),
-		hclspec.NewLiteral(`"10s"`),
+		hclString(defaultFingerprintPeriod.String()),
 	),
 	"ignored_devices": hclspec.NewAttr("ignored_devices", "list(string)", false),
 	"topology_grouping": hclspec.NewDefault(
 		hclspec.NewAttr("topology_grouping", "string", false),
-		hclspec.NewLiteral(`"none"`),
+		hclString(defaultGrouping),
 	),
 	"benign_xids": hclspec.NewDefault(
 		hclspec.NewAttr("benign_xids", "list(number)", false),
-		hclspec.NewLiteral(`[13, 31, 43, 45, 68, 109]`),
+		hclInts(DefaultBenignXIDs),
 	),
 	"npu_smi_path": hclspec.NewDefault(
 		hclspec.NewAttr("npu_smi_path", "string", false),
-		hclspec.NewLiteral(`"npu-smi"`),
+		hclString(defaultNPUSmiPath),
 	),
 })
 
@@ -78,12 +107,12 @@ type Config struct {
 // DefaultConfig is the config a plugin block without a config gets.
 func DefaultConfig() *Config {
 	return &Config{
-		Backends:          []string{"detect"},
-		FingerprintPeriod: "10s",
-		TopologyGrouping:  GroupingNone,
+		Backends:          []string{defaultBackend},
+		FingerprintPeriod: defaultFingerprintPeriod.String(),
+		TopologyGrouping:  defaultGrouping,
 		BenignXIDs:        append([]int(nil), DefaultBenignXIDs...),
-		NPUSmiPath:        "npu-smi",
-		period:            10 * time.Second,
+		NPUSmiPath:        defaultNPUSmiPath,
+		period:            defaultFingerprintPeriod,
 	}
 }
 
