@@ -1,0 +1,111 @@
+package jobmeta
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Stamp is what every governor write records besides the verdict.
+type Stamp struct {
+	// Now is the time of the write (the governor's clock).
+	Now time.Time
+	// Epoch is the writer's leader term (0: none, not written).
+	Epoch uint64
+	// SubmittedBy is the accessor ID of the caller whose submission this
+	// write carries; empty keeps the previous record's.
+	SubmittedBy string
+}
+
+// The writers below set job's Stop and Meta for one governor decision and
+// seal the result. job is the job exactly as it will be written: call them
+// last, after the namespace, priority and every other field are final.
+// Its user meta is kept, every governor-owned key in it is replaced (so a
+// caller's forged values never survive), and prev, the previous governor
+// record, must come from the STORED job through Sealer.Verify (zero for a
+// new or unsealed job), never from a caller's body.
+
+// Admit marks job admitted: Stop=false, allot.state=admitted,
+// allot.admitted-at=now; queued-at, requeues, requeued-at and
+// preempted-by carry over from prev (back-off and loop protection survive
+// a re-admission).
+func (s *Sealer) Admit(job *api.Job, prev Record, st Stamp) error {
+	r := carried(prev, st)
+	r.State, r.AdmittedAt = StateAdmitted, st.Now
+	return s.write(job, r, false, st.Now)
+}
+
+// Hold marks job held: Stop=true, allot.state=queued. A job prev already
+// holds keeps its queued-at (an edit keeps its place); otherwise it is
+// queued now. Requeue history carries over.
+func (s *Sealer) Hold(job *api.Job, prev Record, st Stamp) error {
+	r := carried(prev, st)
+	r.State = StateQueued
+	if !prev.Queued() || r.QueuedAt.IsZero() {
+		r.QueuedAt = st.Now
+	}
+	return s.write(job, r, true, st.Now)
+}
+
+// Requeue stops a running job and queues it again: it keeps its original
+// queued-at (now when it has none), allot.requeues grows by one,
+// allot.requeued-at is now and preemptor (when not empty) is appended to
+// allot.preempted-by (at most 8 kept).
+func (s *Sealer) Requeue(job *api.Job, prev Record, preemptor string, st Stamp) error {
+	r := carried(prev, st)
+	r.State = StateQueued
+	if r.QueuedAt.IsZero() {
+		r.QueuedAt = st.Now
+	}
+	r.Requeues++
+	r.RequeuedAt = st.Now
+	if preemptor != "" {
+		r.PreemptedBy = withPreemptor(r.PreemptedBy, preemptor)
+	}
+	return s.write(job, r, true, st.Now)
+}
+
+// Forget removes every governor-owned key (the seal included) and leaves
+// Stop alone: the job leaves the governor's queue for good.
+func Forget(job *api.Job) {
+	job.Meta = StripOwned(job.Meta)
+}
+
+// carried is prev without the per-state times, stamped for this write.
+func carried(prev Record, st Stamp) Record {
+	r := Record{QueuedAt: prev.QueuedAt, Requeues: prev.Requeues, RequeuedAt: prev.RequeuedAt,
+		PreemptedBy: append([]string(nil), prev.PreemptedBy...), Epoch: st.Epoch, SubmittedBy: prev.SubmittedBy}
+	if st.SubmittedBy != "" {
+		r.SubmittedBy = st.SubmittedBy
+	}
+	if len(r.PreemptedBy) == 0 {
+		r.PreemptedBy = nil
+	}
+	return r
+}
+
+// errNoJobID refuses to seal a job without an ID.
+var errNoJobID = errors.New("job has no ID")
+
+// write replaces the job's governor-owned meta with r, sets Stop and
+// seals.
+func (s *Sealer) write(job *api.Job, r Record, stop bool, now time.Time) error {
+	if s == nil || len(s.key) == 0 {
+		return ErrNoKey
+	}
+	if job.ID == nil || *job.ID == "" {
+		return errNoJobID
+	}
+	meta := StripOwned(job.Meta)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	for k, v := range r.meta() {
+		meta[k] = v
+	}
+	job.Meta = meta
+	job.Stop = &stop
+	meta[Seal] = s.seal(job, now)
+	return nil
+}
