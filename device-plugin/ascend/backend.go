@@ -5,8 +5,10 @@ package ascend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -34,13 +36,14 @@ func ExecRunner(timeout time.Duration) Runner {
 type Backend struct {
 	path   string
 	run    Runner
+	parse  func([]byte) ([]Chip, error) // ParseInfo; replaced in tests
 	now    func() time.Time
 	logger hclog.Logger
 }
 
 // New returns a backend that runs npu-smi at path through run.
 func New(path string, run Runner, logger hclog.Logger) *Backend {
-	return &Backend{path: path, run: run, now: time.Now, logger: logger}
+	return &Backend{path: path, run: run, parse: ParseInfo, now: time.Now, logger: logger}
 }
 
 // Factory finds npu-smi on PATH (or at npu_smi_path); without it the
@@ -67,11 +70,32 @@ func (b *Backend) info(ctx context.Context) ([]Chip, error) {
 	if err != nil {
 		return nil, &accel.FingerprintError{Backend: BackendName, Source: b.path + " info", Err: err}
 	}
-	chips, err := ParseInfo(out)
+	chips, err := b.parseGuarded(out)
 	if err != nil {
 		return nil, &accel.FingerprintError{Backend: BackendName, Source: b.path + " info", Err: err}
 	}
 	return chips, nil
+}
+
+// ErrParserPanic is wrapped by the error of an npu-smi output the parser
+// panicked on.
+var ErrParserPanic = errors.New("npu-smi parser panic")
+
+// parseGuarded parses npu-smi's output and turns a parser panic into an
+// error. ParseInfo checks every index and is fuzzed, so this should never
+// fire; it is here because npu-smi's layout changes between driver
+// releases and the output is read every fingerprint period: a parser bug
+// must cost this backend its devices (reported unhealthy with the error,
+// like any other bad output), not the whole plugin process.
+func (b *Backend) parseGuarded(out []byte) (chips []Chip, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.logger.Error("npu-smi parser panicked; please report this output", "panic", r,
+				"output", firstLine(out), "stack", string(debug.Stack()))
+			chips, err = nil, fmt.Errorf("%w: %v", ErrParserPanic, r)
+		}
+	}()
+	return b.parse(out)
 }
 
 // Fingerprint lists the chips. Health "OK" and "Warning" are schedulable;

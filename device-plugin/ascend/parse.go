@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Chip is one NPU chip as `npu-smi info` reports it.
@@ -27,11 +29,14 @@ type Chip struct {
 
 // ParseInfo parses the output of `npu-smi info` in the table layouts of
 // Ascend 910B (one chip per NPU, HBM column) and 310P (several chips per
-// card, a Device column). Errors name the output line.
+// card, a Device column). Errors name the output line. It never panics:
+// every cell and field is checked before it is read (fuzzed by
+// FuzzParseInfo), and a chip list it returns has distinct, non-negative
+// device ids and finite numbers.
 func ParseInfo(out []byte) ([]Chip, error) {
-	p := &parser{}
+	p := &parser{seen: map[int]int{}}
 	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
 	for sc.Scan() {
 		p.line++
 		if err := p.feed(sc.Text()); err != nil {
@@ -41,11 +46,18 @@ func ParseInfo(out []byte) ([]Chip, error) {
 			break
 		}
 	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", p.line+1, err)
+	}
 	if !p.header {
 		return nil, fmt.Errorf("unrecognised output (no NPU table): %q", firstLine(out))
 	}
 	return p.chips, nil
 }
+
+// maxLine bounds one line of npu-smi output; a longer line is an error,
+// not a silently truncated table.
+const maxLine = 1024 * 1024
 
 type parser struct {
 	line      int
@@ -55,6 +67,7 @@ type parser struct {
 	done      bool
 	card      *Chip // the NPU row waiting for its chip rows
 	chips     []Chip
+	seen      map[int]int // device id → line of the chip row that named it
 }
 
 func (p *parser) feed(raw string) error {
@@ -84,6 +97,9 @@ func (p *parser) feed(raw string) error {
 	}
 	// An NPU row starts "<id> <name>"; a chip row "<chip>" or, on 310P,
 	// "<chip> <device>" (two numbers).
+	if len(first) == 0 {
+		return errors.New("row has no NPU or chip id in its first cell")
+	}
 	if len(first) >= 2 && !isNumber(first[1]) {
 		return p.npuRow(first, cells)
 	}
@@ -92,9 +108,9 @@ func (p *parser) feed(raw string) error {
 
 // npuRow parses "| 0  910B3 | OK | 93.6  36  0 / 0 |".
 func (p *parser) npuRow(first, cells []string) error {
-	id, err := strconv.Atoi(first[0])
+	id, err := parseID(first[0])
 	if err != nil {
-		return fmt.Errorf("NPU id %q is not a number", first[0])
+		return fmt.Errorf("NPU id %w", err)
 	}
 	c := &Chip{NPU: id, Name: first[1], Health: strings.TrimSpace(cells[1])}
 	if c.Health == "" {
@@ -116,24 +132,29 @@ func (p *parser) chipRow(first, cells []string) error {
 	if p.card == nil {
 		return errors.New("chip row before any NPU row")
 	}
-	chipID, err := strconv.Atoi(first[0])
+	chipID, err := parseID(first[0])
 	if err != nil {
-		return fmt.Errorf("chip id %q is not a number", first[0])
+		return fmt.Errorf("chip id %w", err)
 	}
 	c := *p.card
 	c.Chip, c.Device, c.BusID = chipID, c.NPU, strings.TrimSpace(cells[1])
 	if p.hasDevice {
-		dev := strings.Fields(cells[0])
-		if len(dev) < 2 {
+		if len(first) < 2 {
 			return fmt.Errorf("NPU %d chip %d has no device id", c.NPU, chipID)
 		}
-		if c.Device, err = strconv.Atoi(dev[1]); err != nil {
-			return fmt.Errorf("device id %q is not a number", dev[1])
+		if c.Device, err = parseID(first[1]); err != nil {
+			return fmt.Errorf("device id %w", err)
 		}
 	}
 	if err := parseUsage(&c, cells[2], p.hasHBM); err != nil {
 		return fmt.Errorf("NPU %d chip %d: %w", c.NPU, chipID, err)
 	}
+	// Two chips with one device id would be two Nomad devices with one ID
+	// (910-style output with several chips per NPU and no Device column).
+	if at, dup := p.seen[c.Device]; dup {
+		return fmt.Errorf("NPU %d chip %d: device id %d already used by the chip row on line %d", c.NPU, chipID, c.Device, at)
+	}
+	p.seen[c.Device] = p.line
 	p.chips = append(p.chips, c)
 	return nil
 }
@@ -157,7 +178,7 @@ func parseUsage(c *Chip, cell string, hbm bool) error {
 	}
 	used, err1 := strconv.ParseInt(pairs[0], 10, 64)
 	total, err2 := strconv.ParseInt(pairs[2], 10, 64)
-	if err1 != nil || err2 != nil {
+	if err1 != nil || err2 != nil || used < 0 || total < 0 {
 		return fmt.Errorf("memory usage %q is not numeric", strings.Join(pairs[:3], " "))
 	}
 	c.MemUsedMiB, c.MemTotalMiB = used, total
@@ -169,10 +190,19 @@ func parseNA(s string) (float64, error) {
 		return 0, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("%q is not a number", s)
 	}
 	return v, nil
+}
+
+// parseID reads a card, chip or device id: a non-negative whole number.
+func parseID(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return n, nil
 }
 
 func splitCells(s string) []string {
@@ -187,7 +217,11 @@ func firstLine(out []byte) string {
 	s := strings.TrimSpace(string(out))
 	line, _, _ := strings.Cut(s, "\n")
 	if len(line) > 120 {
-		line = line[:120] + "…"
+		cut := 120
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut-- // never split a character
+		}
+		line = line[:cut] + "…"
 	}
 	return line
 }
