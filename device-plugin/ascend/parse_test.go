@@ -42,7 +42,7 @@ func TestAudit25_ParserRefusesWhatItCannotRead(t *testing.T) {
 		want string
 	}{
 		"audit #25: chip row with an empty first cell": {
-			out: []byte("| NPU Name | Health | Power(W) Temp(C) |\n| 0 910B3 | OK | 93.6 36 |\n|  | 0000:C1:00.0 | 0 0 / 0 3161 / 65536 |\n"),
+			out:  []byte("| NPU Name | Health | Power(W) Temp(C) |\n| 0 910B3 | OK | 93.6 36 |\n|  | 0000:C1:00.0 | 0 0 / 0 3161 / 65536 |\n"),
 			want: "line 3: row has no NPU or chip id in its first cell",
 		},
 		"blank first cell after a good chip": {
