@@ -58,6 +58,11 @@ type Device struct {
 	// offered only through its MIG instances.
 	MIGEnabled  bool
 	PowerLimitW int
+	// NodeDir is the host directory holding the device's nodes
+	// (nvidia<Index>, nvidiactl, …), which tasks see under /dev; empty
+	// means /dev itself. Inventory files set it to test device isolation
+	// with nodes of their own.
+	NodeDir string
 
 	Healthy    bool
 	HealthDesc string

@@ -2,6 +2,8 @@ package accel
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,21 +67,15 @@ func (p *Plugin) lookup(ids []string) ([]Device, error) {
 func Reservation(devs []Device) *device.ContainerReservation {
 	res := &device.ContainerReservation{Envs: map[string]string{}}
 	var gpus, npus []string
-	nodes := map[string]bool{}
+	nodes := map[string]string{} // task path → host path
 	for _, d := range devs {
 		switch d.Vendor {
 		case VendorNVIDIA:
 			gpus = append(gpus, d.ID)
-			nodes["/dev/nvidia"+strconv.Itoa(d.Index)] = true
-			for _, n := range nvidiaControlNodes {
-				nodes[n] = true
-			}
+			addNodes(nodes, d.NodeDir, "nvidia"+strconv.Itoa(d.Index), nvidiaControlNodes)
 		case VendorHuawei:
 			npus = append(npus, strconv.Itoa(d.Index))
-			nodes["/dev/davinci"+strconv.Itoa(d.Index)] = true
-			for _, n := range ascendControlNodes {
-				nodes[n] = true
-			}
+			addNodes(nodes, d.NodeDir, "davinci"+strconv.Itoa(d.Index), ascendControlNodes)
 		}
 	}
 	if len(gpus) > 0 {
@@ -95,7 +91,27 @@ func Reservation(devs []Device) *device.ContainerReservation {
 	}
 	sort.Strings(paths)
 	for _, n := range paths {
-		res.Devices = append(res.Devices, &device.DeviceSpec{TaskPath: n, HostPath: n, CgroupPerms: "rwm"})
+		res.Devices = append(res.Devices, &device.DeviceSpec{TaskPath: n, HostPath: nodes[n], CgroupPerms: "rwm"})
 	}
 	return res
+}
+
+// addNodes adds a device's own node and the control nodes of its vendor,
+// as the task sees them (/dev/…) and as they are on the host. Outside
+// /dev (NodeDir) a control node is added only where the directory has one.
+func addNodes(nodes map[string]string, dir, own string, control []string) {
+	if dir == "" || filepath.Clean(dir) == "/dev" {
+		nodes["/dev/"+own] = "/dev/" + own
+		for _, n := range control {
+			nodes[n] = n
+		}
+		return
+	}
+	nodes["/dev/"+own] = filepath.Join(dir, own)
+	for _, n := range control {
+		host := filepath.Join(dir, filepath.Base(n))
+		if _, err := os.Stat(host); err == nil {
+			nodes[n] = host
+		}
+	}
 }

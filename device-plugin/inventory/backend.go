@@ -86,6 +86,7 @@ func (b *Backend) Fingerprint(context.Context) ([]accel.Device, error) {
 		return nil, err
 	}
 	devs := inv.Devices()
+	withDeviceDir(devs, inv.DeviceDir)
 	unmatched := applyHealth(devs, inv.Unhealthy, b.path)
 	if s := strings.Join(unmatched, ","); s != b.lastUnmatched {
 		if s != "" {

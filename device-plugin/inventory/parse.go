@@ -21,6 +21,9 @@ type Inventory struct {
 	// Unhealthy lists device IDs or "Model[i]" references, each optionally
 	// followed by ": reason".
 	Unhealthy []string
+	// DeviceDir holds the devices' nodes on the host (see nodes.go); empty
+	// means /dev.
+	DeviceDir string
 }
 
 // Model is one `gpu "<model>"` or `npu "<model>"` block.
@@ -50,7 +53,7 @@ type MIG struct {
 }
 
 var (
-	topSchema = map[string]bool{"seed": true, "driver_version": true, "cuda_version": true, "unhealthy": true}
+	topSchema = map[string]bool{"seed": true, "driver_version": true, "cuda_version": true, "unhealthy": true, deviceDirKey: true}
 	topBlocks = map[string]bool{"gpu": true, "npu": true}
 	modelKeys = map[string]bool{
 		"vendor": true, "count": true, "memory_mib": true, "compute_capability": true, "power_limit_w": true,
@@ -74,6 +77,7 @@ func Parse(filename string, src []byte, defaultSeed string) (*Inventory, hcl.Dia
 	diags = append(diags, decodeAttr(body, "driver_version", &inv.DriverVersion)...)
 	diags = append(diags, decodeAttr(body, "cuda_version", &inv.CUDAVersion)...)
 	diags = append(diags, decodeAttr(body, "unhealthy", &inv.Unhealthy)...)
+	diags = append(diags, decodeDeviceDir(body, inv)...)
 	for _, blk := range body.Blocks {
 		if !topBlocks[blk.Type] {
 			continue
