@@ -50,6 +50,14 @@ type Config struct {
 	ResyncBackoffMax time.Duration
 	// EnableDebug serves Go's profiler on /debug/pprof/.
 	EnableDebug bool
+	// TLS is the listener's TLS (HTTPS, optional client certificates).
+	TLS TLS
+	// HTTP holds the server's timeouts.
+	HTTP HTTP
+	// Limits bound request bodies and concurrent admissions.
+	Limits Limits
+	// Auth configures caller authentication and the metrics scrape token.
+	Auth Auth
 }
 
 // Nomad is how the governor reaches Nomad.
@@ -61,6 +69,9 @@ type Nomad struct {
 	ClientKey     string
 	TLSServerName string
 	TLSSkipVerify bool
+	// VerifyHTTPSClient says whether Nomad requires client certificates
+	// (its tls.verify_https_client); nil means "when ClientCert is set".
+	VerifyHTTPSClient *bool
 }
 
 // Class is one priority class.
@@ -93,6 +104,9 @@ func Default() Config {
 		BackoffCap:        10 * time.Minute,
 		CycleInterval:     5 * time.Second,
 		ResyncBackoffMax:  30 * time.Second,
+		HTTP:              defaultHTTP(),
+		Limits:            defaultLimits(),
+		Auth:              defaultAuth(),
 	}
 }
 
@@ -137,6 +151,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.validateClasses()...)
+	errs = append(errs, c.validateSecurity()...)
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,

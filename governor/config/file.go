@@ -24,6 +24,10 @@ type fileConfig struct {
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
+	TLS               *fileTLS     `hcl:"tls,block"`
+	HTTP              *fileHTTP    `hcl:"http,block"`
+	Limits            *fileLimits  `hcl:"limits,block"`
+	Auth              *fileAuth    `hcl:"auth,block"`
 }
 
 type fileNomad struct {
@@ -34,6 +38,8 @@ type fileNomad struct {
 	ClientKey     *string `hcl:"client_key"`
 	TLSServerName *string `hcl:"tls_server_name"`
 	TLSSkipVerify *bool   `hcl:"tls_skip_verify"`
+	// VerifyHTTPSClient mirrors Nomad's tls.verify_https_client.
+	VerifyHTTPSClient *bool `hcl:"verify_https_client"`
 }
 
 type fileClass struct {
@@ -96,7 +102,12 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		if n.TLSSkipVerify != nil {
 			c.Nomad.TLSSkipVerify = *n.TLSSkipVerify
 		}
+		if n.VerifyHTTPSClient != nil {
+			v := *n.VerifyHTTPSClient
+			c.Nomad.VerifyHTTPSClient = &v
+		}
 	}
+	errs = append(errs, c.applySecurity(f)...)
 	for _, fc := range f.Classes {
 		cl := Class{Priority: fc.Priority, Preemptible: true}
 		if fc.Preemptible != nil {
