@@ -16,9 +16,17 @@ var defaultLinks = map[string]int{"nvswitch": 18, "nvlink": 12}
 // GPUs get "GPU-<uuid>" and MIG instances "MIG-<uuid>", both derived from
 // the seed, model and index; NPUs get their device index ("0", "1", …) as
 // npu-smi numbers them. GPU and NPU indexes (minor numbers) count up across
-// blocks in file order.
+// blocks in file order. Parse refuses files whose devices would share an
+// ID, so the IDs are distinct.
 func (inv *Inventory) Devices() []accel.Device {
 	var out []accel.Device
+	inv.expand(func(_ *Model, d accel.Device) { out = append(out, d) })
+	return out
+}
+
+// expand calls emit for every device in order, with the block it comes
+// from.
+func (inv *Inventory) expand(emit func(*Model, accel.Device)) {
 	next := map[string]int{}
 	for _, m := range inv.Models {
 		islands := islandOf(m)
@@ -33,11 +41,12 @@ func (inv *Inventory) Devices() []accel.Device {
 			next[m.Kind]++
 			d := inv.device(m, i, idx, islands[i])
 			d.MIGEnabled = len(migOn[i]) > 0
-			out = append(out, d)
-			out = append(out, inv.migInstances(d, migOn[i])...)
+			emit(m, d)
+			for _, inst := range inv.migInstances(d, migOn[i]) {
+				emit(m, inst)
+			}
 		}
 	}
-	return out
 }
 
 func (inv *Inventory) device(m *Model, local, idx, island int) accel.Device {

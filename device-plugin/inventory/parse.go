@@ -50,6 +50,8 @@ type MIG struct {
 	GPUs      []int
 	Count     int
 	MemoryMiB int64
+
+	rng hcl.Range
 }
 
 var (
@@ -87,6 +89,10 @@ func Parse(filename string, src []byte, defaultSeed string) (*Inventory, hcl.Dia
 		if m != nil {
 			inv.Models = append(inv.Models, m)
 		}
+	}
+	diags = append(diags, duplicateBlocks(inv.Models)...)
+	if !diags.HasErrors() {
+		diags = append(diags, inv.duplicateIDs()...)
 	}
 	return inv, diags
 }
@@ -174,7 +180,7 @@ func parseMIG(blk *hclsyntax.Block, m *Model) (*MIG, hcl.Diagnostics) {
 	if len(blk.Labels) != 1 || blk.Labels[0] == "" {
 		return nil, errAt(blk.DefRange(), "mig block needs one label", `write mig "<profile>" { … }, e.g. mig "1g.18gb"`)
 	}
-	mig := &MIG{Profile: blk.Labels[0], Count: 1}
+	mig := &MIG{Profile: blk.Labels[0], Count: 1, rng: blk.DefRange()}
 	var diags hcl.Diagnostics
 	diags = append(diags, unknownKeys(blk.Body, migKeys, nil)...)
 	diags = append(diags, decodeAttr(blk.Body, "gpus", &mig.GPUs)...)
@@ -183,10 +189,16 @@ func parseMIG(blk *hclsyntax.Block, m *Model) (*MIG, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	listed := map[int]bool{}
 	for _, g := range mig.GPUs {
 		if g < 0 || g >= m.Count {
 			diags = append(diags, errAt(blk.DefRange(), "mig gpu out of range", fmt.Sprintf("gpu %d, model has %d", g, m.Count))...)
 		}
+		if listed[g] {
+			diags = append(diags, errAt(blk.Body.Attributes["gpus"].SrcRange, "mig gpu listed twice",
+				fmt.Sprintf("gpu %d appears twice in gpus: its %q instances would get the same IDs", g, mig.Profile))...)
+		}
+		listed[g] = true
 	}
 	if mig.Count < 1 || mig.Count > 7 {
 		diags = append(diags, errAt(blk.DefRange(), "mig count out of range", fmt.Sprintf("count = %d, want 1..7", mig.Count))...)
