@@ -133,4 +133,3 @@ func stringList(ss []string) cty.Value {
 	}
 	return cty.TupleVal(vals)
 }
-
