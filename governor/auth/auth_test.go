@@ -286,3 +286,16 @@ func TestStatusOfOtherErrors(t *testing.T) {
 	must.Eq(t, http.StatusInternalServerError, Status(errors.New("boom")))
 	must.Eq(t, "cannot authenticate the request", Message(errors.New("boom http://10.0.0.1")))
 }
+
+func TestCallerFromRules(t *testing.T) {
+	c, err := CallerFromRules("t", tenantRules, `operator { policy = "read" }`)
+	must.NoError(t, err)
+	must.True(t, c.CanRead("ml-research"))
+	must.False(t, c.CanRead("ml-prod"))
+	must.True(t, c.OperatorRead())
+	_, err = CallerFromRules("bad", `namespace "x" { policy = "sideways" }`)
+	must.ErrorContains(t, err, "parsing policy rules")
+	must.True(t, Unrestricted().Management())
+	must.False(t, NewCaller("a", "n", nil).CanRead("x"))
+	must.False(t, NewCaller("a", "n", nil).OperatorRead())
+}
