@@ -1,6 +1,14 @@
 package proxy
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/hashicorp/nomad/api"
+)
 
 // member is one member of a JSON object: its key, unquoted, and where the
 // member starts (the key's opening quote), where its value starts and
@@ -99,4 +107,82 @@ func skipValue(data []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// rewrite returns the request body to send for job j, in pieces: the
+// first JSON value of the body with the Job member's Meta, Stop and
+// Priority replaced by j's (a member Nomad would read as one of them, in
+// any letter case, is dropped) and every other byte as received. Whatever
+// followed the first value, which Nomad ignores, is not sent.
+func (s *submission) rewrite(j *api.Job) ([][]byte, error) {
+	set := []field{{"Meta", j.Meta}, {"Stop", j.Stop}, {"Priority", j.Priority}}
+	job := s.first[s.job.value:s.job.end]
+	members, ok := objectMembers(job)
+	if !ok {
+		return nil, badRequest("the Job member is not a JSON object")
+	}
+	out := make([][]byte, 0, 2*len(members)+8)
+	out = append(out, s.first[:s.job.value], []byte{'{'})
+	n := 0
+	for _, m := range members {
+		if replaced(m.key, set) {
+			continue
+		}
+		if n++; n > 1 {
+			out = append(out, comma)
+		}
+		out = append(out, job[m.start:m.end])
+	}
+	for _, f := range set {
+		raw, err := json.Marshal(f.val)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", f.key, err)
+		}
+		if n++; n > 1 {
+			out = append(out, comma)
+		}
+		out = append(out, []byte(`"`+f.key+`":`), raw)
+	}
+	return append(out, []byte{'}'}, s.first[s.job.end:]), nil
+}
+
+var comma = []byte{','}
+
+// field is a member of the job the proxy sets.
+type field struct {
+	key string
+	val any
+}
+
+// replaced tells whether Nomad would read key as one of the fields set.
+func replaced(key string, set []field) bool {
+	for _, f := range set {
+		if sameKey(key, f.key) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameKey tells whether encoding/json, which Nomad decodes with, matches
+// JSON key a to struct field b: equal once folded the way encoding/json
+// folds names (ASCII letters to upper case, every other rune to the
+// smallest rune of its Unicode simple-fold set, so "ſtop" is Stop).
+func sameKey(a, b string) bool {
+	return fold(a) == fold(b)
+}
+
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf {
+			return unicode.ToUpper(r)
+		}
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				return r2
+			}
+			r = r2
+		}
+	}, s)
 }

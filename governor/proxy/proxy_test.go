@@ -17,8 +17,10 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/quota"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
@@ -72,9 +74,36 @@ func (f *fakeNomad) body(key string) []byte {
 }
 
 type fixture struct {
-	nomad *fakeNomad
-	srv   *httptest.Server
-	store *cluster.Store
+	nomad  *fakeNomad
+	srv    *httptest.Server
+	store  *cluster.Store
+	sealer *jobmeta.Sealer
+	auth   *fakeAuth
+	proxy  *Proxy
+}
+
+// fakeAuth allows what allow lists ("ns capability") for the token
+// "caller-secret", and records what it was asked.
+type fakeAuth struct {
+	mu    sync.Mutex
+	deny  bool
+	asked []string
+}
+
+func (a *fakeAuth) Authorize(secret, ns string, caps []string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked = append(a.asked, secret+" "+ns+" "+strings.Join(caps, "|"))
+	if a.deny || secret != "caller-secret" {
+		return "", auth.ErrPermissionDenied
+	}
+	return "accessor-1", nil
+}
+
+func (a *fakeAuth) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
 }
 
 // newFixture runs a proxy in front of a fake Nomad with one GPU node and a
@@ -89,12 +118,17 @@ func newFixture(t testing.TB, ready bool) *fixture {
 		store.SetNamespaces([]*api.Namespace{{Name: "default"}, {Name: "ml", Meta: map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "4"}}})
 		store.Reset(&cluster.Initial{Nodes: []*api.Node{gpuNode()}, Allocs: []*api.Allocation{gpuAlloc()}})
 	}
+	sealer, err := jobmeta.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
+	must.NoError(t, err)
+	store.UseSealer(sealer)
 	rec := &reconcile.Reconciler{Store: store, Now: time.Now, Log: hclog.NewNullLogger(), Config: engine.Config{
-		StarvationTimeout: time.Minute, Classes: map[string]engine.Class{"standard": {Priority: 50}, "high": {Priority: 70}}}}
+		StarvationTimeout: time.Minute, Classes: map[string]engine.Class{"standard": {Priority: 50}, "high": {Priority: 70},
+			"production": {Priority: 90, Restricted: true}}}}
 	target, _ := url.Parse(nomad.URL)
-	f := &fixture{nomad: fn, store: store}
-	p := New(Options{Target: target, Reconciler: rec, Store: store, Log: hclog.NewNullLogger(),
-		Governed: func(ns string) bool { _, ok := book.Get(ns); return ok }})
+	f := &fixture{nomad: fn, store: store, sealer: sealer, auth: &fakeAuth{}}
+	p := New(Options{Target: target, Reconciler: rec, Store: store, Log: hclog.NewNullLogger(), Book: book, Sealer: sealer,
+		Auth: f.auth, Governed: func(ns string) bool { _, ok := book.Get(ns); return ok }, MaxBody: 1 << 20, MaxInFlight: 4})
+	f.proxy = p
 	f.srv = httptest.NewServer(p)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -218,12 +252,11 @@ func TestPlanPreview(t *testing.T) {
 
 func TestScale(t *testing.T) {
 	f := newFixture(t, true)
-	f.store.UpsertJob(&api.Job{ID: pointer("running"), Namespace: pointer("ml"), NodePool: pointer("gpu"), JobModifyIndex: pointer(uint64(5)),
-		Meta: map[string]string{"allot.state": "admitted"}, TaskGroups: []*api.TaskGroup{{Name: pointer("g"), Count: pointer(1),
-			Tasks: []*api.Task{{Name: "t", Resources: &api.Resources{Devices: []*api.RequestedDevice{{Name: "gpu", Count: pointer(uint64(2))}}}}}}}})
+	f.admitted(t, runningJob())
 	status, out := put(t, f.srv.URL+"/v1/job/running/scale?namespace=ml", `{"Count":3,"Target":{"Group":"g"}}`)
 	must.Eq(t, 409, status)
-	must.StrContains(t, out["raw"].(string), "limit: needs 4 gpu; tenant ml uses 2 of limit 4")
+	must.StrContains(t, out["raw"].(string), `scaling ml/running group "g" to 3 is not admitted now (nothing was changed): limit: needs`)
+	must.Nil(t, f.nomad.body("PUT /v1/job/running/scale"), must.Sprint("nothing reached Nomad"))
 	status, _ = put(t, f.srv.URL+"/v1/job/running/scale?namespace=ml", `{"Count":2,"Target":{"Group":"g"}}`)
 	must.Eq(t, 200, status)
 }
@@ -248,7 +281,7 @@ func paramJob(gpus uint64) *api.Job {
 
 func TestDispatchOverTheLimitIsRefused(t *testing.T) {
 	f := newFixture(t, true)
-	f.store.UpsertJob(paramJob(4))
+	f.stored(t, paramJob(4))
 	status, out := put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{"Meta":{}}`)
 	must.Eq(t, 409, status)
 	must.StrContains(t, out["raw"].(string), "dispatching ml/param is not admitted now")
@@ -267,9 +300,32 @@ func TestDispatchReadsAParentTheStoreDoesNotKnowYet(t *testing.T) {
 
 func TestDispatchThatFitsIsForwarded(t *testing.T) {
 	f := newFixture(t, true)
-	f.store.UpsertJob(paramJob(1))
+	f.stored(t, paramJob(1))
 	status, out := put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{}`)
 	must.Eq(t, 200, status)
 	must.Eq(t, "param/dispatch-1", out["DispatchedJobID"].(string))
-	must.Eq(t, []string{"caller-secret"}, f.nomad.tokens)
+	must.Eq(t, []string{"caller-secret", "caller-secret"}, f.nomad.tokens, must.Sprint("the parent read and the dispatch, both with the caller's token"))
+}
+
+// stored makes the fake Nomad answer GET /v1/job/<id> with j, as Nomad
+// stores it.
+func (f *fixture) stored(t *testing.T, j *api.Job) {
+	t.Helper()
+	data, err := json.Marshal(j)
+	must.NoError(t, err)
+	f.nomad.mu.Lock()
+	f.nomad.jobJSON = string(data)
+	f.nomad.mu.Unlock()
+}
+
+// admitted stores j in Nomad and in the governor's store as a job the
+// governor admitted (sealed).
+func (f *fixture) admitted(t *testing.T, j *api.Job) {
+	t.Helper()
+	now := time.Now()
+	must.NoError(t, f.sealer.Admit(j, jobmeta.Record{}, jobmeta.Stamp{Now: now}))
+	sub := now.UnixNano()
+	j.SubmitTime = &sub
+	f.store.UpsertJob(j)
+	f.stored(t, j)
 }

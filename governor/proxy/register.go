@@ -2,233 +2,246 @@ package proxy
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"net/url"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
 
-// submission is a job register request. The body is kept as received:
-// only the job's Meta, Stop and Priority are rewritten, so fields this
-// proxy does not know reach Nomad byte for byte.
+// submission is a register (or plan) request as Nomad will read it.
 type submission struct {
-	body []byte
-	// job is the Job member of body.
-	job member
-	// parsed is the job decoded for admission (what the governor reads of
-	// it: cluster.DecodeJob).
-	parsed *api.Job
-	ns     string
+	// first is the body's first JSON value, all Nomad reads of it; job is
+	// its Job member.
+	first []byte
+	job   member
+	// req is first decoded as Nomad decodes it (api.JobRegisterRequest);
+	// req.Job becomes, once judged, the job as Nomad will store it.
+	req api.JobRegisterRequest
+	t   target
 }
 
-// errJobTwice refuses a body that names its job more than once: Nomad
-// would merge the copies, which the governor cannot judge as one job.
-var errJobTwice = errors.New("the request body holds more than one Job member")
-
-// parseSubmission decodes a register request. ok is false when the body
-// is not a register request the proxy understands; Nomad then judges it.
-func parseSubmission(r *http.Request, body []byte) (sub *submission, ok bool, err error) {
-	if !json.Valid(body) {
-		return nil, false, nil
+// parseSubmission decodes a register or plan request exactly as Nomad
+// 1.6.1 does and resolves where it goes. pathID is the ID in the path
+// ("" for /v1/jobs).
+func (p *Proxy) parseSubmission(r *http.Request, body []byte, pathID string, plan bool) (*submission, error) {
+	s := &submission{}
+	var err error
+	if plan {
+		var pr api.JobPlanRequest
+		s.first, err = decodeFirst(body, &pr)
+		s.req.Job, s.req.WriteRequest = pr.Job, pr.WriteRequest
+	} else {
+		s.first, err = decodeFirst(body, &s.req)
 	}
-	members, isObject := objectMembers(body)
-	if !isObject {
-		return nil, false, nil
+	switch {
+	case err != nil:
+		return nil, err
+	case s.req.Job == nil:
+		return nil, badRequest("Job must be specified")
+	case s.req.Job.ID == nil:
+		return nil, badRequest("Job ID hasn't been provided")
+	case pathID != "" && *s.req.Job.ID != pathID:
+		return nil, badRequest("Job ID does not match name")
+	case s.req.Job.Multiregion != nil:
+		return nil, badRequest("multiregion jobs are not governed: Nomad may write them to another region")
 	}
-	s := &submission{body: body}
+	members, _ := objectMembers(s.first) // an object: it decoded into a struct with a Job
 	found := 0
 	for _, m := range members {
-		// Nomad decodes with encoding/json, which matches keys without
-		// regard to case: "job" is the job too.
-		if strings.EqualFold(m.key, "Job") {
+		// encoding/json matches keys without regard to case: "job" is the job too.
+		if sameKey(m.key, "Job") {
 			s.job, found = m, found+1
 		}
 	}
-	switch found {
-	case 0:
-		return nil, false, nil
-	case 1:
-	default:
-		return nil, false, errJobTwice
+	if found != 1 {
+		// Nomad would merge the copies, which the governor cannot judge as one job.
+		return nil, badRequest("the request body holds more than one Job member")
 	}
-	parsed, err := cluster.DecodeJob(body[s.job.value:s.job.end])
-	if err != nil || parsed.ID == nil {
-		return nil, false, nil
-	}
-	s.parsed = parsed
-	s.ns = namespaceOf(r, s.parsed)
-	return s, true, nil
+	s.t, err = p.resolve(r, apiWrite(s.req.WriteRequest), str(s.req.Job.Namespace), str(s.req.Job.Region))
+	return s, err
 }
 
-// namespaceOf is the namespace a job is written to: the job's own, else
-// the request's, else default.
-func namespaceOf(r *http.Request, j *api.Job) string {
-	if j.Namespace != nil && *j.Namespace != "" {
-		return *j.Namespace
-	}
-	if ns := r.URL.Query().Get("namespace"); ns != "" {
-		return ns
-	}
-	return api.DefaultNamespace
-}
-
-// admissible tells whether the governor admits this job at all: periodic
-// and parameterized parents, system jobs and jobs registered stopped pass.
-func admissible(j *api.Job) bool {
-	state := cluster.JobState(j)
-	return state == engine.Direct || state == engine.Admitted
-}
-
-// register admits a job registration: admitted jobs are registered with
-// allot.state=admitted, the others held in the queue; both get Warnings.
-func (p *Proxy) register(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+// register admits a job registration in a governed namespace: admitted
+// jobs are registered admitted, the others held in the queue; both get
+// Warnings. Jobs the governor does not admit themselves (periodic and
+// parameterized parents, jobs registered stopped) are written with their
+// class checked, their Priority set from it and no governor-owned meta.
+func (p *Proxy) register(w http.ResponseWriter, r *http.Request, pathID string) error {
+	body, err := p.readBody(r)
 	if err != nil {
 		return err
 	}
-	sub, ok, err := parseSubmission(r, body)
+	sub, err := p.parseSubmission(r, body, pathID, false)
 	if err != nil {
-		http.Error(w, "allot-governor: "+err.Error(), http.StatusBadRequest)
-		return nil
+		return err
 	}
-	if !ok || !p.governed(sub.ns) || !admissible(sub.parsed) {
-		p.rp.ServeHTTP(w, r)
-		return nil
+	if err := p.authorize(Register, &sub.t); err != nil {
+		return err
 	}
-	cand := cluster.ConvertJob(sub.parsed)
-	cand.Namespace = sub.ns
-	if old, ok := p.store.Job(sub.ns, cand.ID); ok && old.State == engine.Queued {
-		cand.QueuedAt = old.QueuedAt // an edit of a held job keeps its place
+	if !p.governed(sub.t.Namespace) {
+		return p.passOn(w, r, body)
 	}
-	v, undo := p.rec.Reserve(cand)
-	written, err := p.writeAdmitted(w, r, sub, cand, v)
-	if !written {
-		undo()
+	j := sub.req.Job
+	if err := canonical(j, sub.t.Namespace, sub.t.Region); err != nil {
+		return err
 	}
-	return err
+	_, prio, err := p.classOf(sub.t.Namespace, j.Meta)
+	if err != nil {
+		return err
+	}
+	j.Priority, j.Meta = &prio, jobmeta.StripOwned(j.Meta)
+	switch {
+	case isSystem(j) && p.system != SystemJobsGovern:
+		return badRequest(fmt.Sprintf("%s jobs are not allowed in governed namespace %s (the governor's system_jobs = %q)", *j.Type, sub.t.Namespace, p.system))
+	case j.IsPeriodic() || j.IsParameterized() || *j.Stop:
+		// Admitted per child (or never run): written as sent, with no
+		// governor state its children could inherit.
+		return p.writeUngoverned(w, r, sub)
+	}
+	if sub.req.PreserveCounts {
+		if err := p.preserveCounts(r, j); err != nil {
+			return err
+		}
+	}
+	return p.admitRegistration(w, r, sub)
 }
 
-// writeAdmitted rewrites the job for verdict v, registers it with the
-// caller's token and replies with the governor's warning added. It
-// reports whether Nomad accepted the job.
-func (p *Proxy) writeAdmitted(w http.ResponseWriter, r *http.Request, sub *submission, cand *engine.Job, v reconcile.Verdict) (bool, error) {
-	queuedAt := cand.QueuedAt
-	if err := sub.mark(v, queuedAt, time.Now()); err != nil {
-		return false, err
-	}
-	resp, data, err := p.forward(r, sub.body)
-	if err != nil {
-		return false, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		reply(w, resp, data)
-		return false, nil
-	}
-	var rr api.JobRegisterResponse
-	if err := json.Unmarshal(data, &rr); err == nil {
-		p.remember(sub, rr.JobModifyIndex)
-		data = withWarning(data, warning(sub.ns, cand.ID, v))
-	}
-	p.countSubmission(sub.ns, v)
-	reply(w, resp, data)
-	return true, nil
+func isSystem(j *api.Job) bool {
+	return *j.Type == api.JobTypeSystem || *j.Type == api.JobTypeSysbatch
 }
 
-// mark sets Stop, Priority and the allot.* meta for the verdict and
-// rewrites the body: every member of the job keeps its bytes except
-// those, which are replaced (a key Nomad would read as one of them, in
-// any case, is dropped).
-func (s *submission) mark(v reconcile.Verdict, queuedAt, now time.Time) error {
-	meta := map[string]string{}
-	for k, val := range s.parsed.Meta {
-		meta[k] = val
+// admitRegistration reserves, marks (admitted or held, sealed) and
+// writes the job.
+func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *submission) error {
+	j, ns := sub.req.Job, sub.t.Namespace
+	prev := p.previous(ns, *j.ID)
+	cand := cluster.ConvertJob(j)
+	cand.Namespace = ns
+	carry(cand, prev)
+	st := jobmeta.Stamp{Now: time.Now(), SubmittedBy: sub.t.Accessor}
+	mark := func(hold bool) func(reconcile.Verdict) ([][]byte, error) {
+		return func(reconcile.Verdict) ([][]byte, error) {
+			var err error
+			if hold {
+				err = p.sealer.Hold(j, cluster.RecordOf(prev), st)
+			} else {
+				err = p.sealer.Admit(j, cluster.RecordOf(prev), st)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("sealing the job: %w", err)
+			}
+			return sub.rewrite(j)
+		}
 	}
-	if v.Admitted {
-		meta[cluster.MetaState] = cluster.StateAdmitted
-		meta[cluster.MetaAdmittedAt] = now.UTC().Format(time.RFC3339Nano)
+	a := admission{ns: ns, what: fmt.Sprintf("registering %s/%s", ns, *j.ID), cand: cand, keep: true, body: mark(false),
+		done: func(v reconcile.Verdict, data []byte) []byte { return p.remember(j, v, data) }}
+	if jobmeta.NeedsSubmitterToken(j) {
+		a.why = " (the job needs its submitter's Vault or Consul token, which Nomad does not keep, so the governor cannot hold it)"
 	} else {
-		meta[cluster.MetaState] = cluster.StateQueued
-		meta[cluster.MetaQueuedAt] = queuedAt.UTC().Format(time.RFC3339Nano)
+		a.hold = mark(true)
 	}
-	set := []field{{"Meta", meta}, {"Stop", !v.Admitted}}
-	if v.Priority > 0 {
-		set = append(set, field{"Priority", v.Priority})
+	return p.admitAndForward(w, r, a)
+}
+
+// writeUngoverned writes a job the governor does not admit itself, with
+// its Priority and meta as judged.
+func (p *Proxy) writeUngoverned(w http.ResponseWriter, r *http.Request, sub *submission) error {
+	pieces, err := sub.rewrite(sub.req.Job)
+	if err != nil {
+		return err
 	}
-	job := s.body[s.job.value:s.job.end]
-	members, _ := objectMembers(job) // an object: DecodeJob accepted it
-	out := make([]byte, 0, len(s.body)+256)
-	out = append(append(out, s.body[:s.job.value]...), '{')
-	n := 0
-	for _, m := range members {
-		if replaced(m.key, set) {
-			continue
-		}
-		if n++; n > 1 {
-			out = append(out, ',')
-		}
-		out = append(out, job[m.start:m.end]...)
+	resp, data, err := p.forward(r, pieces...)
+	if err != nil {
+		return err
 	}
-	for _, f := range set {
-		raw, err := json.Marshal(f.val)
-		if err != nil {
-			return fmt.Errorf("encoding %s: %w", f.key, err)
-		}
-		if n++; n > 1 {
-			out = append(out, ',')
-		}
-		out = append(append(append(out, '"'), f.key...), `":`...)
-		out = append(out, raw...)
-	}
-	out = append(append(out, '}'), s.body[s.job.end:]...)
-	s.parsed.Meta, s.parsed.Stop = meta, pointer(!v.Admitted)
-	s.body = out
+	reply(w, resp, data)
 	return nil
 }
 
-// field is a member of the job the proxy sets.
-type field struct {
-	key string
-	val any
+// previous is the stored job's engine view (nil for a new job): the
+// governor's record carries over from it, never from the body.
+func (p *Proxy) previous(ns, id string) *engine.Job {
+	j, ok := p.store.Job(ns, id)
+	if !ok {
+		return nil
+	}
+	return j
 }
 
-// replaced tells whether Nomad would read key as one of the fields set.
-func replaced(key string, set []field) bool {
-	for _, f := range set {
-		if strings.EqualFold(key, f.key) {
-			return true
+// carry copies the stored job's queue record into the candidate: a held
+// job keeps its place, and requeues, requeued-at and preempted-by survive
+// a re-submission (the engine applies the back-off to them).
+func carry(cand *engine.Job, prev *engine.Job) {
+	if prev == nil {
+		return
+	}
+	if prev.State == engine.Queued {
+		cand.QueuedAt = prev.QueuedAt
+	}
+	cand.Requeues, cand.RequeuedAt, cand.PreemptedBy = prev.Requeues, prev.RequeuedAt, prev.PreemptedBy
+}
+
+// preserveCounts applies PreserveCounts as Nomad's Job.Register does:
+// every group the stored job has keeps the stored count. The stored job
+// is read from Nomad with the caller's token; a new job keeps its counts.
+func (p *Proxy) preserveCounts(r *http.Request, j *api.Job) error {
+	stored, err := p.storedJob(r, *j.Namespace, *j.ID)
+	if err == errNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, tg := range stored.TaskGroups {
+		if tg != nil && tg.Name != nil && tg.Count != nil {
+			counts[*tg.Name] = *tg.Count
 		}
 	}
-	return false
+	for _, tg := range j.TaskGroups {
+		if c, ok := counts[*tg.Name]; ok {
+			tg.Count = &c
+		}
+	}
+	return bounds(j)
 }
 
-// remember tells the store about the job just written, before its event.
-func (p *Proxy) remember(sub *submission, index uint64) {
-	j := *sub.parsed
-	j.Namespace = &sub.ns
-	j.JobModifyIndex = &index
+// storedJob reads job ns/id as Nomad stores it, with the caller's token.
+func (p *Proxy) storedJob(r *http.Request, ns, id string) (*api.Job, error) {
+	data, err := p.getOK(r, "/v1/job/"+id, url.Values{"namespace": {ns}})
+	if err != nil {
+		return nil, err
+	}
+	var j api.Job
+	if err := json.Unmarshal(data, &j); err != nil {
+		return nil, fmt.Errorf("decoding job %s/%s from Nomad: %w", ns, id, err)
+	}
+	if j.Namespace == nil {
+		j.Namespace = &ns
+	}
+	return &j, nil
+}
+
+// remember tells the store about the job just written, before its event,
+// and adds the governor's warning to Nomad's answer.
+func (p *Proxy) remember(j *api.Job, v reconcile.Verdict, data []byte) []byte {
+	var rr api.JobRegisterResponse
+	if err := json.Unmarshal(data, &rr); err != nil {
+		return data
+	}
+	stored := *j
+	stored.JobModifyIndex = &rr.JobModifyIndex
 	now := time.Now().UnixNano()
-	j.SubmitTime = &now
-	p.store.UpsertJob(&j)
-}
-
-func (p *Proxy) countSubmission(ns string, v reconcile.Verdict) {
-	if p.metrics == nil {
-		return
-	}
-	if v.Admitted {
-		p.metrics.Submissions.WithLabelValues(ns, "admitted").Inc()
-		p.metrics.AdmittedTotal.WithLabelValues(ns, "proxy").Inc()
-		return
-	}
-	p.metrics.Submissions.WithLabelValues(ns, "queued").Inc()
-	p.metrics.HeldTotal.WithLabelValues(ns, "proxy").Inc()
+	stored.SubmitTime = &now
+	p.store.UpsertJob(&stored)
+	return withWarning(data, warning(*j.Namespace, *j.ID, v))
 }
 
 // warning is the text the nomad CLI prints under "Job Warnings".
@@ -258,6 +271,13 @@ func withWarning(data []byte, text string) []byte {
 		return data
 	}
 	return out
+}
+
+func str(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func pointer[T any](v T) *T { return &v }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -13,84 +12,92 @@ import (
 	"github.com/allot-sh/allot/governor/engine"
 )
 
+// revertRequest mirrors Nomad 1.6.1's structs.JobRevertRequest, the type
+// Nomad decodes a revert body into.
+type revertRequest struct {
+	JobID               string
+	JobVersion          uint64
+	EnforcePriorVersion *uint64
+	ConsulToken         string
+	VaultToken          string
+	nomadWrite
+}
+
 // revert admits the version a revert would restore. Nomad re-registers
 // that version's spec (its Stop flag and allot.* meta included) as a new
 // version, so a revert could otherwise start a held job or grow an
-// admitted one past its tenant's limit. A revert to a held version holds
-// nothing and passes; one that would not be admitted now is refused with
-// 409 and the reason, and Nomad never sees it.
+// admitted one past its tenant's limit. A revert to a stopped or held
+// version runs nothing and passes; one that would not be admitted now is
+// refused with 409 and the reason, and Nomad never sees it.
 //
 // The target version is weighed on top of what the job runs now: the
 // worst moment of a destructive update, when Nomad places the new
 // allocations before the old ones are gone. The reservation is released
-// once Nomad answers; the store then sees the reverted job itself.
+// once Nomad answers; the store then sees the reverted job itself. The
+// governor record the old version carries (allot.admitted-at, …) does not
+// count again: its seal was made for the old version's submit time.
 func (p *Proxy) revert(w http.ResponseWriter, r *http.Request, id string) error {
-	ns := r.URL.Query().Get("namespace")
-	if ns == "" {
-		ns = api.DefaultNamespace
-	}
-	body, err := readBody(r)
+	body, err := p.readBody(r)
 	if err != nil {
 		return err
 	}
-	var req api.JobRevertRequest
-	if !p.governed(ns) || json.Unmarshal(body, &req) != nil {
-		// Ungoverned, or malformed: Nomad decides and explains.
-		p.rp.ServeHTTP(w, r)
-		return nil
+	var req revertRequest
+	first, err := decodeFirst(body, &req)
+	switch {
+	case err != nil:
+		return err
+	case req.JobID == "":
+		return badRequest("JobID must be specified")
+	case req.JobID != id:
+		return badRequest("Job ID does not match")
 	}
-	target, ok := p.readJobVersion(r, ns, id, req.JobVersion)
-	if !ok || target.State == engine.Queued {
-		p.rp.ServeHTTP(w, r)
-		return nil
+	t, err := p.resolve(r, req.fields(), "", "")
+	if err != nil {
+		return err
 	}
-	cand := *target
+	if err := p.authorize(Revert, &t); err != nil {
+		return err
+	}
+	if !p.governed(t.Namespace) {
+		return p.passOn(w, r, body)
+	}
+	target, err := p.jobVersion(r, t.Namespace, id, req.JobVersion)
+	if err == errNotFound {
+		return p.passOn(w, r, body) // Nomad answers
+	}
+	if err != nil {
+		return err
+	}
+	if (target.Stop != nil && *target.Stop) || target.IsPeriodic() || target.IsParameterized() {
+		return p.passOn(w, r, body) // runs nothing itself
+	}
+	if _, _, err := p.classOf(t.Namespace, target.Meta); err != nil {
+		return err
+	}
+	cand := cluster.ConvertJob(target)
 	cand.ID, cand.State = id+"/revert-pending", engine.Queued
-	v, undo := p.rec.Reserve(&cand)
-	defer undo()
-	if !v.Admitted {
-		p.countSubmission(ns, v)
-		msg := fmt.Sprintf("allot-governor: reverting %s/%s to version %d is not admitted now (nothing was changed): %s\n", ns, id, req.JobVersion, v.Reason)
-		http.Error(w, msg, http.StatusConflict)
-		return nil
-	}
-	resp, data, err := p.forward(r, body)
-	if err != nil {
-		return err
-	}
-	p.countSubmission(ns, v)
-	reply(w, resp, data)
-	return nil
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("reverting %s/%s to version %d", t.Namespace, id, req.JobVersion),
+		cand: cand, body: unchanged(first)})
 }
 
-// readJobVersion reads one version of job ns/id from Nomad with the
-// caller's headers.
-func (p *Proxy) readJobVersion(r *http.Request, ns, id string, version uint64) (*engine.Job, bool) {
-	get := r.Clone(r.Context())
-	get.Method = http.MethodGet
-	get.URL.Path = "/v1/job/" + id + "/versions"
-	get.URL.RawPath = ""
-	get.URL.RawQuery = url.Values{"namespace": {ns}}.Encode()
-	resp, data, err := p.forward(get, nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, false
+// jobVersion reads one version of job ns/id as Nomad stores it, with the
+// caller's token.
+func (p *Proxy) jobVersion(r *http.Request, ns, id string, version uint64) (*api.Job, error) {
+	data, err := p.getOK(r, "/v1/job/"+id+"/versions", url.Values{"namespace": {ns}})
+	if err != nil {
+		return nil, err
 	}
-	var versions struct{ Versions []json.RawMessage }
-	if json.Unmarshal(data, &versions) != nil {
-		return nil, false
+	var versions struct{ Versions []*api.Job }
+	if err := json.Unmarshal(data, &versions); err != nil {
+		return nil, fmt.Errorf("decoding versions of %s/%s from Nomad: %w", ns, id, err)
 	}
-	for _, raw := range versions.Versions {
-		j, err := cluster.DecodeJob(raw)
-		if err == nil && j.Version != nil && *j.Version == version && strings.EqualFold(str(j.ID), id) {
-			return cluster.ConvertJob(j), true
+	for _, j := range versions.Versions {
+		if j != nil && j.Version != nil && *j.Version == version && str(j.ID) == id {
+			if j.Namespace == nil {
+				j.Namespace = &ns
+			}
+			return j, nil
 		}
 	}
-	return nil, false
-}
-
-func str(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
+	return nil, errNotFound
 }

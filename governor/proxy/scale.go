@@ -1,0 +1,73 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/cluster"
+)
+
+// scale admits a scale-up of a governed job: when the allocations it
+// adds would not be admitted now, the request is refused with the reason
+// and the job is left as it was. Scale-downs, count-less scaling events,
+// and jobs that run nothing themselves (stopped, held, periodic and
+// parameterized parents, which the governor weighs when they run) pass.
+func (p *Proxy) scale(w http.ResponseWriter, r *http.Request, id string) error {
+	body, err := p.readBody(r)
+	if err != nil {
+		return err
+	}
+	var req api.ScalingRequest
+	first, err := decodeFirst(body, &req)
+	if err != nil {
+		return err
+	}
+	if j := req.Target["Job"]; j != "" && j != id {
+		return badRequest("job ID in payload did not match URL")
+	}
+	// Nomad's jobScaleAction reads the namespace, region and token from
+	// the query and headers only: the body's WriteRequest is ignored.
+	t, err := p.resolve(r, writeFields{}, "", "")
+	if err != nil {
+		return err
+	}
+	if err := p.authorize(Scale, &t); err != nil {
+		return err
+	}
+	if !p.governed(t.Namespace) || req.Count == nil {
+		return p.passOn(w, r, body)
+	}
+	group := req.Target["Group"]
+	if err := within(fmt.Sprintf("group %q count", group), *req.Count, MaxGroupCount); err != nil {
+		return err
+	}
+	cur, err := p.storedJob(r, t.Namespace, id)
+	if err == errNotFound {
+		return p.passOn(w, r, body)
+	}
+	if err != nil {
+		return err
+	}
+	if (cur.Stop != nil && *cur.Stop) || cur.IsPeriodic() || cur.IsParameterized() || !grows(cur, group, int(*req.Count)) {
+		return p.passOn(w, r, body)
+	}
+	if _, _, err := p.classOf(t.Namespace, cur.Meta); err != nil {
+		return err
+	}
+	cand := cluster.ConvertJob(cur)
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, cand: cand, keep: true, body: unchanged(first),
+		what: fmt.Sprintf("scaling %s/%s group %q to %d", t.Namespace, id, group, *req.Count)})
+}
+
+// grows sets group g of j to count n and tells whether that grows it.
+func grows(j *api.Job, g string, n int) bool {
+	for _, tg := range j.TaskGroups {
+		if tg != nil && str(tg.Name) == g && tg.Count != nil && n > *tg.Count {
+			tg.Count = &n
+			return true
+		}
+	}
+	return false
+}
