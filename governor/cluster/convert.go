@@ -29,8 +29,9 @@ const (
 
 // JobState derives the governor's view of a job from its stop flag and
 // meta. Held = Stop && allot.state=queued; a job a user stopped is
-// Stopped; periodic/parameterized parents and system jobs, which the
-// governor does not admit, are Stopped too.
+// Stopped; periodic/parameterized parents, which never run allocations
+// themselves, are Stopped too. System and sysbatch jobs are governed like
+// any other (engine.Job.System).
 func JobState(j *api.Job) engine.State {
 	stop := j.Stop != nil && *j.Stop
 	state := j.Meta[MetaState]
@@ -40,8 +41,6 @@ func JobState(j *api.Job) engine.State {
 	case stop:
 		return engine.Stopped
 	case j.IsPeriodic() || j.IsParameterized():
-		return engine.Stopped
-	case j.Type != nil && (*j.Type == api.JobTypeSystem || *j.Type == api.JobTypeSysbatch):
 		return engine.Stopped
 	case state == StateAdmitted:
 		return engine.Admitted
@@ -59,6 +58,8 @@ func ConvertJob(j *api.Job) *engine.Job {
 		Version:     u64(j.JobModifyIndex),
 		Dead:        j.Status != nil && *j.Status == "dead",
 		Dispatched:  j.Dispatched,
+		System:      isSystem(j),
+		Priority:    priority(j),
 		NodePool:    str(j.NodePool, ""),
 		Datacenters: j.Datacenters,
 		Constraints: constraints(j.Constraints),
@@ -72,7 +73,7 @@ func ConvertJob(j *api.Job) *engine.Job {
 		out.QueuedAt = t
 	}
 	convertRequeue(j, out)
-	for _, tg := range j.TaskGroups {
+	for _, tg := range canonicalGroups(j) {
 		out.Groups = append(out.Groups, convertGroup(tg))
 	}
 	return out
@@ -100,25 +101,6 @@ func QueuedAt(j *api.Job) (time.Time, bool) {
 	return t, err == nil
 }
 
-func convertGroup(tg *api.TaskGroup) engine.Group {
-	g := engine.Group{Name: str(tg.Name, ""), Count: 1, Constraints: constraints(tg.Constraints)}
-	if tg.Count != nil {
-		g.Count = *tg.Count
-	}
-	for _, t := range tg.Tasks {
-		g.Constraints = append(g.Constraints, constraints(t.Constraints)...)
-		if t.Resources == nil {
-			continue
-		}
-		g.CPU += int64(deref(t.Resources.CPU))
-		g.MemoryMB += int64(deref(t.Resources.MemoryMB))
-		for _, d := range t.Resources.Devices {
-			g.Devices = append(g.Devices, engine.DeviceRequest{Name: d.Name, Count: int(u64(d.Count)), Constraints: constraints(d.Constraints)})
-		}
-	}
-	return g
-}
-
 func constraints(cs []*api.Constraint) []engine.Constraint {
 	var out []engine.Constraint
 	for _, c := range cs {
@@ -134,7 +116,8 @@ func ConvertAlloc(a *api.Allocation) *engine.Alloc {
 		return nil
 	}
 	out := &engine.Alloc{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, Group: a.TaskGroup, NodeID: a.NodeID,
-		Live: !terminal(a.ClientStatus), Devices: map[string]int{},
+		Live: !terminal(a.ClientStatus), Complete: a.ClientStatus == api.AllocClientStatusComplete,
+		CreateIndex: a.CreateIndex, Devices: map[string]int{},
 		Started: a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusComplete}
 	out.StartedAt = tasksStarted(a)
 	if ar := a.AllocatedResources; ar != nil {

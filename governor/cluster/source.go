@@ -63,7 +63,7 @@ func (n *NomadSource) listAllocs(q *api.QueryOptions, in *Initial) error {
 	in.Index = minIndex(in.Index, meta.LastIndex)
 	for _, st := range stubs {
 		in.Allocs = append(in.Allocs, &api.Allocation{ID: st.ID, Namespace: st.Namespace, JobID: st.JobID,
-			TaskGroup: st.TaskGroup, NodeID: st.NodeID, DesiredStatus: st.DesiredStatus, ClientStatus: st.ClientStatus,
+			TaskGroup: st.TaskGroup, NodeID: st.NodeID, DesiredStatus: st.DesiredStatus, ClientStatus: st.ClientStatus, CreateIndex: st.CreateIndex,
 			AllocatedResources: st.AllocatedResources, TaskStates: st.TaskStates})
 	}
 	return nil

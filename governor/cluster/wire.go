@@ -35,9 +35,16 @@ type wireJob struct {
 type wireGroup struct {
 	*api.TaskGroup
 	Tasks []*wireTask
+	// Scaling keeps only its bounds: a group without count runs min.
+	Scaling *wireScaling
 
 	Affinities, Spreads, Volumes, RestartPolicy, ReschedulePolicy, EphemeralDisk skipped
-	Update, Migrate, Networks, Services, Scaling, Consul                         skipped
+	Update, Migrate, Networks, Services, Consul                                  skipped
+}
+
+// wireScaling is what the governor reads of a group's scaling block.
+type wireScaling struct {
+	Min, Max *int64
 }
 
 type wireTask struct {
@@ -69,7 +76,10 @@ func (w *wireJob) job() *api.Job {
 		if tg == nil {
 			tg = &api.TaskGroup{}
 		}
-		tg.Tasks = nil
+		tg.Tasks, tg.Scaling = nil, nil
+		if g.Scaling != nil {
+			tg.Scaling = &api.ScalingPolicy{Min: g.Scaling.Min, Max: g.Scaling.Max}
+		}
 		if g.Tasks != nil {
 			tg.Tasks = make([]*api.Task, 0, len(g.Tasks))
 		}

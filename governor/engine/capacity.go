@@ -52,12 +52,20 @@ type capacity struct {
 	// pool that may still take one more allocation of that shape: capacity
 	// only shrinks, so a node that could not take it once never can.
 	cursor map[string]int
+	// sys caches, per group key, the nodes a system job's group runs on.
+	sys map[string][]*freeNode
+	// empty marks the capacity of a cluster with every node empty
+	// (cycle.neverFits); it only changes how fit failures read.
+	empty bool
+	// placedOn tells the nodes where group gi of system job j already
+	// has an allocation that counts as placed (set by the cycle).
+	placedOn func(j *Job, gi int) map[string]bool
 }
 
 // newCapacity builds the free capacity: node capacity minus every live
 // allocation on it.
 func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
-	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}, cursor: map[string]int{}}
+	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}, cursor: map[string]int{}, sys: map[string][]*freeNode{}}
 	for _, n := range nodes {
 		fn := &freeNode{node: n, cpu: n.CPU, mem: n.MemoryMB, dev: make([]int, len(n.Devices)), ids: make([]string, len(n.Devices))}
 		for i := range n.Devices {
@@ -113,6 +121,9 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 	if detail, failed := c.failed[key]; failed {
 		return fitResult{detail: detail}
 	}
+	if j.System {
+		return c.fitSystem(j, missing, key)
+	}
 	res := fitResult{ok: true, models: quota.Vector{}}
 	nodes := c.candidates(j)
 	for gi := range j.Groups {
@@ -123,7 +134,7 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 		placed := c.fitGroup(j, g, groupKey(j, g), missing[gi], nodes, &res)
 		if placed < missing[gi] {
 			c.undo(res.takes)
-			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes)}
+			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes, c.empty)}
 			c.failed[key] = res.detail
 			return res
 		}
@@ -198,7 +209,7 @@ func (c *capacity) eligible(fn *freeNode, j *Job, g *Group) bool {
 
 // place reserves one allocation of g on fn, if it fits.
 func (c *capacity) place(fn *freeNode, g *Group) (take, bool) {
-	if fn.cpu < g.CPU || fn.mem < g.MemoryMB {
+	if fn.cpu < g.CPU || fn.mem < g.MemoryMB || !sane(g) {
 		return take{}, false
 	}
 	tk := take{fn: fn, cpu: g.CPU, mem: g.MemoryMB}
@@ -258,8 +269,12 @@ func shapeKey(j *Job, missing []int) string {
 	return string(appendShape(make([]byte, 0, 128), j, missing))
 }
 
-// appendShape appends the shape key of j to b.
+// appendShape appends the shape key of j to b. A system job's fit also
+// depends on where its allocations already run: its key names the job.
 func appendShape(b []byte, j *Job, missing []int) []byte {
+	if j.System {
+		b = append(append(append(b, "|sys|"...), j.Namespace...), j.ID...)
+	}
 	b = append(b, j.NodePool...)
 	for _, dc := range j.Datacenters {
 		b = append(append(b, '|'), dc...)
@@ -289,13 +304,17 @@ func appendConstraints(b []byte, cs []Constraint) []byte {
 	return b
 }
 
-func fitDetail(j *Job, g *Group, placed, want int, nodes []*freeNode) string {
+func fitDetail(j *Job, g *Group, placed, want int, nodes []*freeNode, empty bool) string {
 	pool := j.NodePool
 	if pool == "" {
 		pool = "default"
 	}
-	return fmt.Sprintf("group %q: only %d of %d allocations (each %s) fit on the free capacity of node pool %s (%d nodes)",
-		g.Name, placed, want, groupShape(g), pool, len(nodes))
+	on := "on the free capacity of"
+	if empty {
+		on = "even on the empty nodes of"
+	}
+	return fmt.Sprintf("group %q: only %d of %d allocations (each %s) fit %s node pool %s (%d nodes)",
+		g.Name, placed, want, groupShape(g), on, pool, len(nodes))
 }
 
 func groupShape(g *Group) string {

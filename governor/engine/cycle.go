@@ -24,6 +24,16 @@ type cycle struct {
 	jobs []*Job
 	// pre is the preemption state of the cycle (preempt.go).
 	pre preemptState
+	// replaced marks live allocations an update replaces: their usage and
+	// capacity are already released (placement.go).
+	replaced map[string]bool
+	// held marks jobs this plan holds or stops before the admission walk
+	// (direct system jobs, dispatched children over a limit).
+	held map[string]bool
+	// empty is the cluster's capacity with every node empty, built on
+	// first use; fitsEmpty memoises which shapes fit it.
+	empty     *capacity
+	fitsEmpty map[string]bool
 }
 
 // Decide runs one admission cycle over snapshot s. It is pure and
@@ -64,7 +74,10 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		starving: map[string]*Job{},
 		memo:     map[string]memoEntry{},
 		pre:      newPreemptState(),
+		replaced: map[string]bool{},
+		held:     map[string]bool{},
 	}
+	cy.cap.placedOn = cy.placedOn
 	for _, a := range s.Allocs {
 		cy.byJob[a.Namespace+"/"+a.JobID] = append(cy.byJob[a.Namespace+"/"+a.JobID], a)
 		if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
@@ -78,6 +91,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 // holds of direct jobs over a limit, and the tenants' shares.
 func (cy *cycle) prepare(jobs []*Job) {
 	cy.gangTimeouts(jobs)
+	cy.holdDirectSystem(jobs)
 	cy.reserveRunning(jobs)
 	cy.holdDirectOverLimit(jobs)
 	cy.shares()
@@ -105,35 +119,16 @@ func jobLess(a, b *Job) bool {
 	return a.ID < b.ID
 }
 
-// missing returns, per group, how many allocations of j Nomad has not
-// placed yet.
-func (cy *cycle) missing(j *Job) []int {
-	out := make([]int, len(j.Groups))
-	if j.Dead && j.State != Queued {
-		// A finished job needs nothing more. (Nomad reports a held job,
-		// which is stopped, as dead too: it still needs everything.)
-		return out
-	}
-	allocs := cy.byJob[j.Key()]
-	for i, g := range j.Groups {
-		out[i] = g.Count
-		for _, a := range allocs {
-			if a.Group == g.Name {
-				out[i]--
-			}
-		}
-	}
-	return out
-}
-
 // reserveRunning reserves, in tenant usage and in free capacity, what
 // admitted and direct jobs still need to place.
 func (cy *cycle) reserveRunning(jobs []*Job) {
 	for _, j := range jobs {
-		if (j.State != Admitted && j.State != Direct) || cy.pre.requeued[j.Key()] {
+		if (j.State != Admitted && j.State != Direct) || cy.pre.requeued[j.Key()] || cy.held[j.Key()] {
 			continue
 		}
-		missing := cy.missing(j)
+		p := cy.placementOf(j)
+		cy.releaseReplaced(j, p.replaced)
+		missing := p.missing
 		fit := cy.cap.fit(j, missing)
 		if acct := cy.accts[j.Namespace]; acct != nil {
 			req := requestVector(j, missing)
@@ -149,11 +144,12 @@ func (cy *cycle) reserveRunning(jobs []*Job) {
 }
 
 // holdDirectOverLimit holds jobs registered straight to Nomad, newest
-// first, while their tenant is over a hard limit.
+// first, while their tenant is over a hard limit. A dispatched child,
+// which Nomad 1.6.1 cannot hold, is stopped instead (audit #23).
 func (cy *cycle) holdDirectOverLimit(jobs []*Job) {
 	direct := make([]*Job, 0)
 	for _, j := range jobs {
-		if j.State == Direct && !j.Dispatched && cy.accts[j.Namespace] != nil {
+		if j.State == Direct && !cy.held[j.Key()] && cy.accts[j.Namespace] != nil {
 			direct = append(direct, j)
 		}
 	}
@@ -166,10 +162,24 @@ func (cy *cycle) holdDirectOverLimit(jobs []*Job) {
 			continue
 		}
 		acct.usage.Sub(use)
+		if j.Dispatched {
+			cy.stop(j, "dispatched child over the tenant's limit, stopped (Nomad cannot hold a dispatched job): "+over.Text(), []Check{*over})
+			continue
+		}
 		reason := "registered straight to Nomad over the tenant's limit: " + over.Text()
 		cy.decide(j, Hold, reason)
 		v := cy.verdict(j)
 		v.State, v.Reason, v.Checks = Queued, reason, []Check{*over}
+	}
+}
+
+// stop decides to stop job j for good (a dispatched child: Nomad cannot
+// hold it) and marks it so the rest of the cycle treats it as gone.
+func (cy *cycle) stop(j *Job, reason string, checks []Check) {
+	cy.held[j.Key()] = true
+	cy.decide(j, Stop, reason)
+	if v := cy.verdict(j); v != nil {
+		v.State, v.Reason, v.Checks = Stopped, reason, checks
 	}
 }
 
@@ -178,7 +188,7 @@ func (cy *cycle) holdDirectOverLimit(jobs []*Job) {
 func (cy *cycle) jobUsage(j *Job) quota.Vector {
 	use := requestVector(j, cy.missing(j))
 	for _, a := range cy.byJob[j.Key()] {
-		if a.Live {
+		if a.Live && !cy.replaced[a.ID] {
 			use.Add(allocVector(a))
 		}
 	}

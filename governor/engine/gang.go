@@ -39,16 +39,13 @@ func (cy *cycle) gangTimeouts(jobs []*Job) {
 
 // started counts the job's allocations that left pending, and how many
 // it wants in all.
+// Only allocations that count as placed for the job's current version
+// count (placementOf): a finished allocation of an earlier run does not.
 func (cy *cycle) started(j *Job) (started, want int) {
-	for _, g := range j.Groups {
-		want += g.Count
+	for i := range j.Groups {
+		want = satAdd(want, cy.want(j, i))
 	}
-	for _, a := range cy.byJob[j.Key()] {
-		if a.Started {
-			started++
-		}
-	}
-	return started, want
+	return cy.placementOf(j).started, want
 }
 
 // requeue decides to stop job j and queue it again, and marks it so the
@@ -60,6 +57,18 @@ func (cy *cycle) requeue(j *Job, reason, cause, preemptor string, lost time.Dura
 	d.Cause, d.Preemptor, d.LostWork = cause, preemptor, lost
 	if v := cy.verdict(j); v != nil {
 		v.State, v.Reason = Queued, reason
+	}
+}
+
+// stopVictim decides to stop dispatched victim j for good (Stop) and
+// marks it gone for the rest of the cycle, like requeue.
+func (cy *cycle) stopVictim(j *Job, reason, cause, preemptor string, lost time.Duration) {
+	cy.pre.requeued[j.Key()] = true
+	cy.decide(j, Stop, reason)
+	d := &cy.plan.Decisions[len(cy.plan.Decisions)-1]
+	d.Cause, d.Preemptor, d.LostWork = cause, preemptor, lost
+	if v := cy.verdict(j); v != nil {
+		v.State, v.Reason = Stopped, reason
 	}
 }
 

@@ -78,7 +78,11 @@ func TestPositions(t *testing.T) {
 }
 
 func TestBackfillAndStarvation(t *testing.T) {
-	nodes := []*Node{gpuNode("n1", 4)}
+	// The head fits the node once the other namespace's 4 GPUs are free:
+	// it waits for free capacity, so it may starve (a job that fits no
+	// node even empty never does: TestAudit8_NeverFittingHeadBlocksNothing).
+	nodes := []*Node{gpuNode("n1", 8)}
+	busy := []*Alloc{alloc("other", "busy", "g", "n1", 100, 128, map[string]int{h200: 4})}
 	head := func(queued time.Time) *Job {
 		return mkJob("a", "head").Pool("gpu").Device("gpu", 8).QueuedAt(queued).Build()
 	}
@@ -87,13 +91,13 @@ func TestBackfillAndStarvation(t *testing.T) {
 	tenants := []*Tenant{mkTenant("a").Build()}
 
 	t.Run("a smaller job passes a head that does not fit", func(t *testing.T) {
-		p := Decide(testConfig(), snap(tenants, append(nodes, mkNode("c").Build()), nil, head(t0), small, other))
+		p := Decide(testConfig(), snap(tenants, append(nodes, mkNode("c").Build()), busy, head(t0), small, other))
 		admit, _ := summarize(p)
 		must.Eq(t, []string{"cpu", "small"}, admit)
 		must.StrContains(t, p.Verdicts["a/head"].Reason, "fit:")
 	})
 	t.Run("a starving head blocks its pool only", func(t *testing.T) {
-		s := snap(tenants, append(nodes, mkNode("c").Build()), nil, head(t0.Add(-time.Hour)), small, other)
+		s := snap(tenants, append(nodes, mkNode("c").Build()), busy, head(t0.Add(-time.Hour)), small, other)
 		p := Decide(testConfig(), s)
 		admit, _ := summarize(p)
 		must.Eq(t, []string{"cpu"}, admit)

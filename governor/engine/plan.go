@@ -21,10 +21,15 @@ const (
 	// queues it again at its original queued-at with allot.requeues + 1:
 	// preemption victims and gang timeouts.
 	Requeue
+	// Stop deregisters (without purge) a job the governor cannot hold: a
+	// dispatched child, which Nomad 1.6.1 cannot update, that is over its
+	// tenant's limit or chosen as a preemption victim. It is not queued
+	// again; whoever dispatched it dispatches it again.
+	Stop
 )
 
 // String names the action.
-func (a Action) String() string { return [...]string{"admit", "hold", "forget", "requeue"}[a] }
+func (a Action) String() string { return [...]string{"admit", "hold", "forget", "requeue", "stop"}[a] }
 
 // Causes of a Requeue decision (the reason label of
 // allot_preemptions_total).
@@ -82,9 +87,14 @@ type Victim struct {
 // Check is one admission check of a job with its numbers. Text renders
 // it for people.
 type Check struct {
-	// Name is class, limit, quota, fit or order.
+	// Name is class, type, backoff, limit, quota, fit or order.
 	Name string
 	OK   bool
+	// Permanent marks a failing check that no change of usage or free
+	// capacity can make pass (a job that fits no node of its pool even
+	// empty, a system job where they are refused): such a job blocks no
+	// one and preempts no one.
+	Permanent bool `json:",omitempty"`
 	// Detail explains class, fit and order checks.
 	Detail string `json:",omitempty"`
 	// Tenant and Cohort name whose numbers limit and quota checks show.
@@ -125,6 +135,12 @@ type Verdict struct {
 	Checks []Check
 	// Request is what the job asks for, summed over its allocations.
 	Request quota.Vector
+	// Replaces counts the live allocations of the job's running version
+	// that this version replaces (their shape changes): an update weighed
+	// by what it adds on top of what it keeps (Base.Decide). When such an
+	// update is not admitted, the proxy must refuse it rather than
+	// register it held, which would stop the running version.
+	Replaces int `json:",omitempty"`
 }
 
 // TenantStatus is a tenant's accounting after a cycle.

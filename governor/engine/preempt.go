@@ -107,12 +107,20 @@ func liveAllocs(in []*Alloc) []*Alloc {
 // newVictim describes j as a possible victim; nil when it may not be one.
 func (cy *cycle) newVictim(j *Job) *victim {
 	acct := cy.accts[j.Namespace]
-	name := cy.className(j)
-	cl, ok := cy.cfg.Classes[name]
-	if acct == nil || !ok || !cl.Preemptible || name == "production" || j.Dispatched || cy.pre.requeued[j.Key()] {
+	if acct == nil || cy.pre.requeued[j.Key()] || cy.held[j.Key()] {
 		return nil
 	}
-	v := &victim{j: j, key: j.Key(), acct: acct, class: name, prio: cl.Priority, use: quota.Vector{}, allocs: liveAllocs(cy.byJob[j.Key()])}
+	name := cy.victimClass(j, acct)
+	cl, ok := cy.cfg.Classes[name]
+	if !ok || !cl.Preemptible || name == "production" {
+		return nil
+	}
+	v := &victim{j: j, key: j.Key(), acct: acct, class: name, prio: cl.Priority, use: quota.Vector{}}
+	for _, a := range cy.byJob[j.Key()] {
+		if a.Live && !cy.replaced[a.ID] {
+			v.allocs = append(v.allocs, a)
+		}
+	}
 	for _, a := range v.allocs {
 		v.use.Add(allocVector(a))
 		v.lost += lostWork(a, cy.s.Now)
@@ -124,6 +132,22 @@ func (cy *cycle) newVictim(j *Job) *victim {
 		return nil
 	}
 	return v
+}
+
+// victimClass is the class job j is protected by as a victim: its own
+// when the class exists and its tenant may use it, else its tenant's
+// default class. A class written into a job that did not go through
+// admission (a dispatched or periodic child inheriting its parent's meta,
+// a job written straight to Nomad) protects nothing (audit #4, #23).
+func (cy *cycle) victimClass(j *Job, acct *account) string {
+	name := cy.className(j)
+	if cl, ok := cy.cfg.Classes[name]; ok && acct.t.MayUse(name, cl.Restricted) {
+		return name
+	}
+	if acct.t.DefaultClass != "" {
+		return acct.t.DefaultClass
+	}
+	return quota.DefaultClassName
 }
 
 // lostWork is the work allocation a loses when stopped now: the time
@@ -161,7 +185,7 @@ func victimLess(a, b *victim) bool {
 // whether preemption (or stopping jobs) will make room.
 func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool) {
 	failed := firstFailed(checks)
-	if cy.cfg.DisablePreemption || cy.jobs == nil || failed == nil ||
+	if cy.cfg.DisablePreemption || cy.jobs == nil || failed == nil || failed.Permanent ||
 		(failed.Name != "limit" && failed.Name != "quota" && failed.Name != "fit") {
 		return "", false
 	}
@@ -258,7 +282,13 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *sim, set []*victim) 
 	p.Reason = preemptReason(p.Class, acct, cause, s.req)
 	for _, v := range set {
 		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint", j.Key(), cause, p.Reason, v.lost.Round(time.Second))
-		cy.requeue(v.j, why, cause, j.Key(), v.lost)
+		if v.j.Dispatched {
+			// Nomad cannot hold a dispatched child: it is stopped, not
+			// requeued, so borrowed capacity stays reclaimable (#23).
+			cy.stopVictim(v.j, why+"; stopped, not requeued (Nomad cannot hold a dispatched job)", cause, j.Key(), v.lost)
+		} else {
+			cy.requeue(v.j, why, cause, j.Key(), v.lost)
+		}
 		v.acct.usage.Sub(v.use)
 		v.acct.version++
 		v.acct.cohort.version++

@@ -167,6 +167,9 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	if !class.OK {
 		return []Check{class}
 	}
+	if j.System && !cy.cfg.GovernSystemJobs {
+		return []Check{class, systemRefused()}
+	}
 	base := requestVector(j, missing)
 	checks := make([]Check, 3, 4) // room for the fit or order check
 	checks[0], checks[1], checks[2] = class, acct.checkLimit(base), acct.checkQuota(base)
@@ -178,6 +181,9 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	}
 	fit := cy.cap.fitKeyed(j, missing, shape)
 	if !fit.ok {
+		if never := cy.neverFits(j, missing, shape); never != nil {
+			return append(checks, *never)
+		}
 		cy.markStarving(j)
 		return append(checks, Check{Name: "fit", Detail: fit.detail})
 	}
@@ -212,6 +218,31 @@ func (cy *cycle) classNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// neverFits returns the failing fit check of a job that would not fit
+// its node pool even with every node empty (constraints or shape no node
+// meets); nil when it could fit and only waits for free capacity. Such a
+// job never becomes a starving head: it would block its pool for ever
+// (audit #8).
+func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
+	if cy.empty == nil {
+		cy.empty = newCapacity(cy.s.Nodes, nil, cy.cap.m)
+		cy.empty.placedOn, cy.empty.empty = cy.placedOn, true
+		cy.fitsEmpty = map[string]bool{}
+	}
+	fits, known := cy.fitsEmpty[shape]
+	if !known {
+		res := cy.empty.fitKeyed(j, missing, shape)
+		if fits = res.ok; fits {
+			cy.empty.undo(res.takes)
+		}
+		cy.fitsEmpty[shape] = fits
+	}
+	if fits {
+		return nil
+	}
+	return &Check{Name: "fit", Permanent: true, Detail: "never fits node pool " + poolOf(j) + ": " + cy.empty.failed[shape]}
 }
 
 // markStarving records j as its pool's starving head when it has waited

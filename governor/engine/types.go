@@ -46,9 +46,24 @@ type Job struct {
 	Version uint64
 	// Dead tells whether Nomad reports the job dead (finished).
 	Dead bool
-	// Dispatched marks a child of a parameterized job; Nomad 1.6.1 cannot
-	// update it through its HTTP API, so the governor never holds it.
+	// Dispatched marks a child of a parameterized job. Nomad 1.6.1 cannot
+	// update it through its HTTP API, so the governor never holds it: one
+	// over a limit, or chosen as a preemption victim, is stopped (Stop)
+	// instead.
 	Dispatched bool
+	// System marks a system or sysbatch job: one allocation of each group
+	// on every eligible node, however many its count says.
+	System bool
+	// Priority is the job's Nomad priority.
+	Priority int
+	// NeedsToken marks a job Nomad may refuse to register without its
+	// submitter's Vault or Consul token (jobmeta.NeedsSubmitterToken): the
+	// governor cannot hold or requeue it, so it is never a victim.
+	NeedsToken bool
+	// Reserved marks a job the proxy has just admitted, before Nomad
+	// stored it (Store.PutEngineJob): it is never dead and none of the
+	// job's finished allocations count as placed for it.
+	Reserved bool
 	// StoppedByUser marks a held job that a user stopped (nomad job stop)
 	// after its latest version: it leaves the queue and never runs.
 	StoppedByUser bool
@@ -78,10 +93,13 @@ func (j *Job) Key() string { return j.Namespace + "/" + j.ID }
 
 // Group is one task group: Count allocations of the summed task resources.
 type Group struct {
-	Name        string
-	Count       int
-	CPU         int64
-	MemoryMB    int64
+	Name     string
+	Count    int
+	CPU      int64
+	MemoryMB int64
+	// Cores is true when a task reserves whole cores: Nomad then sets the
+	// allocation's CPU from the cores, so CPU says nothing of its shape.
+	Cores       bool
 	Devices     []DeviceRequest
 	Constraints []Constraint
 }
@@ -138,9 +156,14 @@ type Alloc struct {
 	NodeID    string
 	// Live is false once the allocation's client status is terminal
 	// (complete, failed, lost); a live allocation holds its resources.
-	Live     bool
-	CPU      int64
-	MemoryMB int64
+	Live bool
+	// Complete is true once the allocation finished successfully; with
+	// CreateIndex at or above the job's Version it belongs to the job's
+	// current version, which Nomad does not run again.
+	Complete    bool
+	CreateIndex uint64
+	CPU         int64
+	MemoryMB    int64
 	// Devices counts the allocated instances by "vendor/type/model".
 	Devices map[string]int
 	// Started is true once the allocation's client status left pending
@@ -184,6 +207,11 @@ type Config struct {
 	// GangTimeout is how long an admitted job may wait for all its
 	// allocations to start before it is requeued; zero disables it.
 	GangTimeout time.Duration
+	// GovernSystemJobs admits system and sysbatch jobs of governed
+	// namespaces like any other job, counted per eligible node; false
+	// (the default, config system_jobs = "refuse") holds them with a
+	// reason and never admits them.
+	GovernSystemJobs bool
 }
 
 // Snapshot is the engine's whole input besides Config.

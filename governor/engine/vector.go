@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strings"
 
 	"github.com/allot-sh/allot/governor/quota"
@@ -20,7 +21,9 @@ func allocVector(a *Alloc) quota.Vector {
 
 // requestVector is what missing[g] more allocations of each group of j
 // need, with devices counted by type and, when the jobspec names the
-// model, by model.
+// model, by model. The arithmetic saturates and negative amounts count as
+// zero, so a huge count can never wrap into a small or negative request
+// (audit #6).
 func requestVector(j *Job, missing []int) quota.Vector {
 	v := quota.Vector{}
 	for i, g := range j.Groups {
@@ -28,12 +31,12 @@ func requestVector(j *Job, missing []int) quota.Vector {
 		if n <= 0 {
 			continue
 		}
-		v[quota.CPU] += n * g.CPU
-		v[quota.Memory] += n * g.MemoryMB
+		addTimes(v, quota.CPU, n, g.CPU)
+		addTimes(v, quota.Memory, n, g.MemoryMB)
 		for _, d := range g.Devices {
-			v[deviceNameType(d.Name)] += n * int64(d.Count)
+			addTimes(v, deviceNameType(d.Name), n, int64(d.Count))
 			if strings.Count(d.Name, "/") == 2 {
-				v[d.Name] += n * int64(d.Count)
+				addTimes(v, d.Name, n, int64(d.Count))
 			}
 		}
 	}
@@ -47,10 +50,46 @@ func withModels(j *Job, missing []int, models quota.Vector) quota.Vector {
 	for i, g := range j.Groups {
 		n := int64(missing[i])
 		if n > 0 {
-			v[quota.CPU] += n * g.CPU
-			v[quota.Memory] += n * g.MemoryMB
+			addTimes(v, quota.CPU, n, g.CPU)
+			addTimes(v, quota.Memory, n, g.MemoryMB)
 		}
 	}
 	v.Add(models)
 	return v
+}
+
+// maxAmount bounds every amount of a request: far above any cluster's
+// capacity (2^40 MHz, MiB or devices), so a request at the bound never
+// fits, and low enough that sums of millions of such requests in a
+// tenant's usage cannot overflow.
+const maxAmount = int64(1) << 40
+
+// addTimes adds n·each to v[r], saturating; negative factors add nothing.
+func addTimes(v quota.Vector, r string, n, each int64) {
+	v[r] = satAdd64(v[r], satMul(n, each))
+}
+
+// satMul multiplies two amounts, saturating at maxAmount; a negative
+// factor gives 0.
+func satMul(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if a > maxAmount/b {
+		return maxAmount
+	}
+	return min64(a*b, maxAmount)
+}
+
+// satAdd64 adds two amounts of a request, saturating at maxAmount.
+func satAdd64(a, b int64) int64 {
+	return min64(a+min64(b, maxAmount), maxAmount)
+}
+
+// satAdd adds two counts, saturating at MaxInt.
+func satAdd(a, b int) int {
+	if b > 0 && a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
