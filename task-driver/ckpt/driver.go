@@ -245,8 +245,10 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	}
 	h.cancelWatch()
 	if !h.pluginClient.Exited() {
-		if err := h.exec.Shutdown("", 0); err != nil {
-			h.logger.Error("destroying executor failed", "error", err)
+		if h.executorShutdownSafe() { // not when its pid was recycled (recover.go)
+			if err := h.exec.Shutdown("", 0); err != nil {
+				h.logger.Error("destroying executor failed", "error", err)
+			}
 		}
 		h.pluginClient.Kill()
 	}
