@@ -99,7 +99,7 @@ func warnNomadPreemption(client *api.Client, log hclog.Logger) {
 func EngineConfig(cfg config.Config) engine.Config {
 	ec := engine.Config{StarvationTimeout: cfg.StarvationTimeout, Classes: map[string]engine.Class{},
 		DisablePreemption: cfg.DisablePreemption, BackoffBase: cfg.BackoffBase, BackoffCap: cfg.BackoffCap,
-		GangTimeout: cfg.GangTimeout, GovernSystemJobs: cfg.SystemJobs == config.SystemJobsGovern}
+		GangTimeout: cfg.GangTimeout}
 	for name, c := range cfg.Classes {
 		ec.Classes[name] = engine.Class{Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted}
 	}

@@ -21,7 +21,6 @@ type fileConfig struct {
 	BackoffBase       *string      `hcl:"backoff_base"`
 	BackoffCap        *string      `hcl:"backoff_cap"`
 	DisablePreemption *bool        `hcl:"disable_preemption"`
-	SystemJobs        *string      `hcl:"system_jobs"`
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
@@ -69,7 +68,6 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	var errs []error
 	setStr(&c.Listen, f.Listen)
 	setStr(&c.LogLevel, f.LogLevel)
-	setStr(&c.SystemJobs, f.SystemJobs)
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug
 	}

@@ -66,7 +66,7 @@ func harnessB(b *testing.B) *dtestutil.DriverHarness {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	h := dtestutil.NewDriverHarness(benchT{b}, New(ctx, hclog.NewNullLogger()))
-	cfg := &Config{CheckpointRoot: b.TempDir(), NoCgroups: true}
+	cfg := legacyConfig(b.TempDir())
 	fillDefaults(cfg)
 	var data []byte
 	must.NoError(b, base.MsgPackEncode(&data, cfg))
@@ -113,7 +113,7 @@ func waitReady(b *testing.B, h *dtestutil.DriverHarness, cfg *drivers.TaskConfig
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := ReadLatest(dir, ownerUID(dir)); err == nil {
+		if _, err := ReadLatest(dir); err == nil {
 			return
 		}
 		select {

@@ -17,6 +17,18 @@ const (
 	defaultTimeout        = "60s"
 	defaultSavedInterval  = "30s"
 	defaultPollInterval   = "500ms"
+	defaultUser           = "nobody"
+)
+
+// Isolation modes of the plugin config.
+const (
+	// IsolationChroot runs tasks in Nomad's isolating (libcontainer)
+	// executor: a chroot built by the client, PID and IPC namespaces, a
+	// device cgroup that allows only the reserved devices.
+	IsolationChroot = "chroot"
+	// IsolationNone runs tasks in Nomad's universal executor, like
+	// raw_exec: the host's filesystem and every device node.
+	IsolationNone = "none"
 )
 
 // configSpec is the plugin's agent config (plugin "nomad-driver-ckpt" { config { … } }).
@@ -39,6 +51,18 @@ var configSpec = hclspec.NewObject(map[string]*hclspec.Spec{
 	"max_kill_timeout": hclspec.NewAttr("max_kill_timeout", "string", false),
 	"no_cgroups": hclspec.NewDefault(
 		hclspec.NewAttr("no_cgroups", "bool", false),
+		hclspec.NewLiteral("false")),
+	"isolation": hclspec.NewDefault(
+		hclspec.NewAttr("isolation", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", IsolationChroot))),
+	"default_user": hclspec.NewDefault(
+		hclspec.NewAttr("default_user", "string", false),
+		hclspec.NewLiteral(fmt.Sprintf("%q", defaultUser))),
+	// A block, not a map attribute: the agent's HCL1 config turns a map
+	// value into a list of maps, which a map(list(string)) attribute refuses.
+	"namespace_users": hclspec.NewBlockAttrs("namespace_users", "list(string)", false),
+	"allow_root": hclspec.NewDefault(
+		hclspec.NewAttr("allow_root", "bool", false),
 		hclspec.NewLiteral("false")),
 })
 
@@ -72,6 +96,18 @@ type Config struct {
 	// does not pass to drivers. When set, a task whose checkpoint timeout
 	// cannot fit below it gets a warning event when it starts.
 	MaxKillTimeout string `codec:"max_kill_timeout"`
+	// Isolation is "chroot" (Nomad's isolating executor, the default) or
+	// "none" (the universal executor: host filesystem, every device).
+	Isolation string `codec:"isolation"`
+	// DefaultUser runs tasks that name no user; never root unless
+	// AllowRoot.
+	DefaultUser string `codec:"default_user"`
+	// NamespaceUsers maps a namespace to the users its tasks may run as,
+	// besides DefaultUser. A namespace without an entry gets DefaultUser
+	// only.
+	NamespaceUsers map[string][]string `codec:"namespace_users"`
+	// AllowRoot lets tasks run as root (uid 0).
+	AllowRoot bool `codec:"allow_root"`
 }
 
 // settings is a validated Config.
@@ -85,12 +121,23 @@ type settings struct {
 	noCgroups     bool
 	// maxKill is zero when max_kill_timeout is not configured.
 	maxKill time.Duration
+	// isolation is IsolationChroot or IsolationNone.
+	isolation string
+	users     userRules
 }
 
 // validate checks every field and reports every problem at once.
 func (c *Config) validate() (settings, error) {
 	var errs []error
-	s := settings{root: c.CheckpointRoot, noCgroups: c.NoCgroups}
+	s := settings{root: c.CheckpointRoot, noCgroups: c.NoCgroups, isolation: c.Isolation,
+		users: userRules{defaultUser: c.DefaultUser, allowRoot: c.AllowRoot, namespaces: c.NamespaceUsers, lookupUID: hostUID}}
+	if s.isolation != IsolationChroot && s.isolation != IsolationNone {
+		errs = append(errs, fmt.Errorf("isolation %q must be %q or %q", s.isolation, IsolationChroot, IsolationNone))
+	}
+	if s.isolated() && s.noCgroups {
+		errs = append(errs, fmt.Errorf("no_cgroups = true needs isolation = %q: the isolating executor allows the reserved devices through cgroups", IsolationNone))
+	}
+	errs = append(errs, s.users.validate()...)
 	if s.root == "" || !filepath.IsAbs(s.root) {
 		errs = append(errs, fmt.Errorf("checkpoint_root %q must be an absolute path", s.root))
 	}

@@ -90,7 +90,7 @@ func (d *Driver) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil 
 func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec, nil }
 
 // Capabilities reports what the driver supports.
-func (d *Driver) Capabilities() (*drivers.Capabilities, error) { return capabilities, nil }
+func (d *Driver) Capabilities() (*drivers.Capabilities, error) { return capabilitiesFor(d.settings), nil }
 
 // SetConfig decodes and validates the plugin config; a bad config is an
 // error that names every problem.
@@ -122,7 +122,7 @@ func fillDefaults(c *Config) {
 	}{
 		{&c.CheckpointRoot, defaultCheckpointRoot}, {&c.DefaultSignal, defaultSignal},
 		{&c.DefaultTimeout, defaultTimeout}, {&c.SavedEventInterval, defaultSavedInterval},
-		{&c.PollInterval, defaultPollInterval},
+		{&c.PollInterval, defaultPollInterval}, {&c.Isolation, IsolationChroot}, {&c.DefaultUser, defaultUser},
 	} {
 		if *f.v == "" {
 			*f.v = f.def
@@ -160,6 +160,9 @@ func (d *Driver) fingerprint() *drivers.Fingerprint {
 	if !d.configured {
 		return &drivers.Fingerprint{Health: drivers.HealthStateUndetected, HealthDescription: "not configured"}
 	}
+	if reason := isolationUnsupported(); d.settings.isolated() && reason != "" {
+		return &drivers.Fingerprint{Health: drivers.HealthStateUnhealthy, HealthDescription: reason}
+	}
 	root := d.settings.root
 	if err := os.MkdirAll(root, 0o711); err != nil {
 		return &drivers.Fingerprint{Health: drivers.HealthStateUnhealthy,
@@ -176,6 +179,7 @@ func (d *Driver) fingerprint() *drivers.Fingerprint {
 			"driver.ckpt":                 pstructs.NewBoolAttribute(true),
 			"driver.ckpt.checkpoint_root": pstructs.NewStringAttribute(root),
 			"driver.ckpt.version":         pstructs.NewStringAttribute(PluginVersion),
+			"driver.ckpt.isolation":       pstructs.NewStringAttribute(d.settings.isolation),
 		},
 	}
 }
@@ -245,10 +249,8 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	}
 	h.cancelWatch()
 	if !h.pluginClient.Exited() {
-		if h.executorShutdownSafe() { // not when its pid was recycled (recover.go)
-			if err := h.exec.Shutdown("", 0); err != nil {
-				h.logger.Error("destroying executor failed", "error", err)
-			}
+		if err := h.exec.Shutdown("", 0); err != nil {
+			h.logger.Error("destroying executor failed", "error", err)
 		}
 		h.pluginClient.Kill()
 	}

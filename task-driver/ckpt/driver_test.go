@@ -34,7 +34,8 @@ func harness(t *testing.T, root string) *dtestutil.DriverHarness {
 	t.Cleanup(cancel)
 	d := New(ctx, hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn}))
 	h := dtestutil.NewDriverHarness(t, d)
-	cfg := &Config{CheckpointRoot: root, PollInterval: "50ms", SavedEventInterval: "1s", NoCgroups: true}
+	cfg := legacyConfig(root)
+	cfg.PollInterval, cfg.SavedEventInterval = "50ms", "1s"
 	fillDefaults(cfg)
 	var data []byte
 	must.NoError(t, base.MsgPackEncode(&data, cfg))

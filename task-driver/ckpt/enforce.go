@@ -1,8 +1,11 @@
 package ckpt
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 
 	"github.com/hashicorp/nomad/plugins/drivers"
 )
@@ -34,13 +37,11 @@ func (d *Driver) enforceLimits(h *taskHandle, cfg *drivers.TaskConfig) {
 	if l == (limits{}) {
 		return
 	}
-	reason := d.limitsUnsupported()
-	if reason == "" {
-		// Never move a process that is not shown to be the task's (audit #28).
-		if err := h.guard.check(); err != nil {
-			reason = err.Error()
-		}
+	if h.isolated {
+		d.observeLimits(h, cfg)
+		return
 	}
+	reason := d.limitsUnsupported()
 	if reason == "" {
 		lim := d.newLimiter(cfg)
 		h.limiter = lim // kept even after a failure: Remove cleans up a partial Apply
@@ -75,4 +76,55 @@ func (h *taskHandle) removeLimits() {
 // oomKilled says whether the memory limit got the task killed.
 func (h *taskHandle) oomKilled() bool {
 	return h.limiter != nil && h.limiter.OOMKilled()
+}
+
+// observeLimits handles an isolated task, whose limits the executor has
+// put in its own cgroups (applying them a second time would move the task
+// out of the cgroup that holds its device allow-list): the driver only
+// finds that cgroup, to tell an OOM kill when the task exits. Nothing is
+// removed later; the executor removes its cgroups.
+func (d *Driver) observeLimits(h *taskHandle, cfg *drivers.TaskConfig) {
+	if d.limitsUnsupported() != "" {
+		return
+	}
+	lim := d.newLimiter(cfg)
+	c, ok := lim.(*cgroupLimiter)
+	if !ok {
+		return
+	}
+	if err := c.observe(h.pid); err != nil {
+		h.logger.Debug("cannot find the isolated task's memory cgroup; OOM kills will not be reported", "pid", h.pid, "error", err)
+		return
+	}
+	h.limiter = observer{c}
+}
+
+// observer is a limiter that only reads the executor's cgroups.
+type observer struct{ c *cgroupLimiter }
+
+// Apply implements limiter; the executor applied the limits.
+func (observer) Apply(int, limits) error { return nil }
+
+// OOMKilled implements limiter.
+func (o observer) OOMKilled() bool { return o.c.OOMKilled() }
+
+// Remove implements limiter; the executor removes its cgroups.
+func (observer) Remove() error { return nil }
+
+// observe finds the memory cgroup pid is in (v2: its only cgroup).
+func (c *cgroupLimiter) observe(pid int) error {
+	paths, err := readProcCgroup(filepath.Join(c.procRoot, strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(c.root, "cgroup.controllers")); err == nil {
+		c.memDir = filepath.Join(c.root, paths[""])
+		return nil
+	}
+	p, ok := paths["memory"]
+	if !ok {
+		return errors.New("cgroup v1: no memory hierarchy in the task's cgroups")
+	}
+	c.memDir = filepath.Join(c.root, "memory", p)
+	return nil
 }
