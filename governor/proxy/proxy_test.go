@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +36,10 @@ type fakeNomad struct {
 	jobJSON string
 	// versionsJSON answers GET /v1/job/<id>/versions when set.
 	versionsJSON string
+	// dispatched counts dispatches (each child gets its own ID).
+	dispatched int
+	// failWrites, when set, answers every PUT/POST with this status.
+	failWrites int
 }
 
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,6 +48,9 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.bodies[r.Method+" "+r.URL.Path] = body
 	f.tokens = append(f.tokens, r.Header.Get("X-Nomad-Token"))
 	status := f.status
+	if f.failWrites != 0 && r.Method != "GET" {
+		status = f.failWrites
+	}
 	f.mu.Unlock()
 	switch {
 	case status != 0:
@@ -57,7 +65,11 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 		<-r.Context().Done()
 	case strings.HasSuffix(r.URL.Path, "/dispatch"):
-		_, _ = io.WriteString(w, `{"DispatchedJobID":"param/dispatch-1","EvalID":"e2","JobCreateIndex":50}`)
+		f.mu.Lock()
+		f.dispatched++
+		n := f.dispatched
+		f.mu.Unlock()
+		_, _ = fmt.Fprintf(w, `{"DispatchedJobID":"param/dispatch-%d","EvalID":"e2","JobCreateIndex":%d}`, n, 49+n)
 	case strings.HasSuffix(r.URL.Path, "/plan"):
 		_, _ = io.WriteString(w, `{"Diff":null,"Warnings":"nomad says hi"}`)
 	case r.Method == "PUT" || r.Method == "POST":
