@@ -8,8 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // Sentinel outcomes of applying one decision.
@@ -32,6 +32,7 @@ var (
 type Jobs interface {
 	Info(jobID string, q *api.QueryOptions) (*api.Job, *api.QueryMeta, error)
 	RegisterOpts(job *api.Job, opts *api.RegisterOptions, q *api.WriteOptions) (*api.JobRegisterResponse, *api.WriteMeta, error)
+	Deregister(jobID string, purge bool, q *api.WriteOptions) (string, *api.WriteMeta, error)
 }
 
 // Actuator applies decisions.
@@ -39,8 +40,16 @@ type Actuator struct {
 	Jobs Jobs
 	// Store, when set, learns of every write at once.
 	Store *cluster.Store
-	Log   hclog.Logger
-	Now   func() time.Time
+	// Sealer verifies the stored jobs' governor records and seals every
+	// record the actuator writes; without one nothing is written.
+	Sealer *jobmeta.Sealer
+	Log    hclog.Logger
+	Now    func() time.Time
+
+	// stuck holds job versions Nomad refused to register without their
+	// submitter's Vault/Consul token (audit #19): key → JobModifyIndex.
+	stuckMu sync.Mutex
+	stuck   map[string]uint64
 }
 
 // Result counts the outcome of applying a plan.
@@ -49,6 +58,16 @@ type Result struct {
 	Unchanged int
 	Conflicts int
 	Errors    []error
+	// Blocked are decisions Nomad refused because the job needs its
+	// submitter's Vault/Consul token; the same job version is not tried
+	// again (audit #19).
+	Blocked []Blocked
+}
+
+// Blocked is a decision that cannot be applied and why.
+type Blocked struct {
+	Decision engine.Decision
+	Err      error
 }
 
 // Apply applies every decision of the plan; one failure does not stop the
@@ -65,6 +84,10 @@ func (a *Actuator) Apply(ctx context.Context, p *engine.Plan) Result {
 		case errors.Is(err, ErrConflict):
 			res.Conflicts++
 			a.Log.Debug("decision conflicts with a newer job version, recomputing", "job", d.Namespace+"/"+d.JobID, "error", err)
+		case errors.Is(err, jobmeta.ErrSubmitterToken):
+			res.Blocked = append(res.Blocked, Blocked{Decision: d, Err: err})
+			a.Log.Warn("Nomad needs the submitter's Vault/Consul token to write this job; not retried until the job changes",
+				"action", d.Action, "job", d.Namespace+"/"+d.JobID, "error", err)
 		case errors.Is(err, ErrGone):
 			a.Log.Debug("job gone before the decision was applied", "job", d.Namespace+"/"+d.JobID)
 		case err != nil:
@@ -82,8 +105,13 @@ func (a *Actuator) Apply(ctx context.Context, p *engine.Plan) Result {
 
 // ApplyOne applies one decision and reports whether it wrote anything.
 // Applying a decision twice is harmless: a job already in the wanted state
-// is left alone.
+// is left alone. A job version Nomad refused for want of its submitter's
+// Vault/Consul token is not tried again (its error wraps
+// jobmeta.ErrSubmitterToken the first time).
 func (a *Actuator) ApplyOne(ctx context.Context, d engine.Decision) (bool, error) {
+	if a.isBlocked(d) {
+		return false, nil // refused for want of a token: recorded once, not retried
+	}
 	job, _, err := a.Jobs.Info(d.JobID, (&api.QueryOptions{Namespace: d.Namespace}).WithContext(ctx))
 	if isNotFound(err) {
 		if a.Store != nil {
@@ -94,7 +122,8 @@ func (a *Actuator) ApplyOne(ctx context.Context, d engine.Decision) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("reading job %s/%s: %w", d.Namespace, d.JobID, err)
 	}
-	state := cluster.JobState(job)
+	prev, _ := a.Sealer.Verify(job)
+	state := cluster.JobState(job, a.Sealer)
 	if done(d.Action, state) {
 		return false, nil
 	}
@@ -102,9 +131,14 @@ func (a *Actuator) ApplyOne(ctx context.Context, d engine.Decision) (bool, error
 		return false, fmt.Errorf("%w: %s/%s is %s at index %d, decided %s at index %d",
 			ErrConflict, d.Namespace, d.JobID, state, *job.JobModifyIndex, d.Action, d.Version)
 	}
-	a.mutate(job, d)
+	if d.Action == engine.Stop {
+		return a.stop(ctx, d)
+	}
+	if err := a.mutate(job, prev, d); err != nil {
+		return false, fmt.Errorf("writing the governor record of %s/%s: %w", d.Namespace, d.JobID, err)
+	}
 	if err := a.write(ctx, job, d); err != nil {
-		return false, err
+		return false, a.blocked(d, err)
 	}
 	return true, nil
 }
@@ -116,6 +150,8 @@ func done(act engine.Action, s engine.State) bool {
 		return s == engine.Admitted
 	case engine.Hold, engine.Requeue:
 		return s == engine.Queued
+	case engine.Stop:
+		return s == engine.Stopped
 	}
 	return s != engine.Queued
 }
@@ -123,78 +159,32 @@ func done(act engine.Action, s engine.State) bool {
 // applicable reports whether the action may change a job in state s: only
 // held jobs are admitted, and a job a user stopped is never touched.
 func applicable(act engine.Action, s engine.State) bool {
-	if act == engine.Hold || act == engine.Requeue {
+	if act == engine.Hold || act == engine.Requeue || act == engine.Stop {
 		return s == engine.Direct || s == engine.Admitted
 	}
 	return s == engine.Queued
 }
 
-// mutate sets the job contract's fields for the decision.
-func (a *Actuator) mutate(job *api.Job, d engine.Decision) {
-	if job.Meta == nil {
-		job.Meta = map[string]string{}
-	}
-	now := a.Now().UTC().Format(time.RFC3339Nano)
+// mutate sets the job contract's fields for the decision through the
+// jobmeta writers: prev is the governor record of the job as Nomad stores
+// it (verified), so nothing a user wrote into allot.* keys is carried.
+func (a *Actuator) mutate(job *api.Job, prev jobmeta.Record, d engine.Decision) error {
 	prio := d.Priority
 	if prio > 0 && d.Action != engine.Forget {
 		job.Priority = &prio
 	}
+	st := jobmeta.Stamp{Now: a.Now().UTC()}
 	switch d.Action {
 	case engine.Admit:
-		job.Stop = pointer(false)
-		job.Meta[cluster.MetaState] = cluster.StateAdmitted
-		job.Meta[cluster.MetaAdmittedAt] = now
-	case engine.Forget:
-		delete(job.Meta, cluster.MetaState)
-		delete(job.Meta, cluster.MetaQueuedAt)
+		return a.Sealer.Admit(job, prev, st)
 	case engine.Hold:
-		job.Stop = pointer(true)
-		job.Meta[cluster.MetaState] = cluster.StateQueued
-		if _, ok := cluster.QueuedAt(job); !ok {
-			job.Meta[cluster.MetaQueuedAt] = d.QueuedAt.UTC().Format(time.RFC3339Nano)
-		}
-		if _, ok := job.Meta[cluster.MetaRequeues]; !ok {
-			job.Meta[cluster.MetaRequeues] = strconv.Itoa(0)
-		}
+		return a.Sealer.Hold(job, prev, st)
 	case engine.Requeue:
-		requeue(job, d, now)
+		return a.Sealer.Requeue(job, prev, d.Preemptor, st)
+	case engine.Forget:
+		jobmeta.Forget(job)
 	}
-}
-
-// requeue stops a running job and queues it again: its original
-// queued-at stays (it keeps its place), allot.requeues grows by one, and
-// the time and preemptor are recorded for back-off and loop prevention.
-func requeue(job *api.Job, d engine.Decision, now string) {
-	job.Stop = pointer(true)
-	job.Meta[cluster.MetaState] = cluster.StateQueued
-	if _, ok := cluster.QueuedAt(job); !ok {
-		job.Meta[cluster.MetaQueuedAt] = d.QueuedAt.UTC().Format(time.RFC3339Nano)
-	}
-	n, _ := strconv.Atoi(job.Meta[cluster.MetaRequeues]) // malformed counts as 0
-	job.Meta[cluster.MetaRequeues] = strconv.Itoa(n + 1)
-	job.Meta[cluster.MetaRequeuedAt] = now
-	if d.Preemptor != "" {
-		job.Meta[cluster.MetaPreemptedBy] = rememberPreemptor(job.Meta[cluster.MetaPreemptedBy], d.Preemptor)
-	}
-}
-
-// preemptorsKept bounds how many preemptors allot.preempted-by remembers.
-const preemptorsKept = 8
-
-// rememberPreemptor appends key to the space-separated list, once, most
-// recent last, keeping the newest preemptorsKept entries.
-func rememberPreemptor(list, key string) string {
-	var keep []string
-	for _, k := range strings.Fields(list) {
-		if k != key {
-			keep = append(keep, k)
-		}
-	}
-	keep = append(keep, key)
-	if len(keep) > preemptorsKept {
-		keep = keep[len(keep)-preemptorsKept:]
-	}
-	return strings.Join(keep, " ")
+	return nil
 }
 
 // write registers the job with EnforceIndex. A failed write is a conflict
@@ -211,6 +201,10 @@ func (a *Actuator) write(ctx context.Context, job *api.Job, d engine.Decision) e
 	}
 	if a.Store != nil {
 		job.JobModifyIndex = &resp.JobModifyIndex
+		// Nomad set its own SubmitTime on this write; the seal is checked
+		// against it, so the store's early copy carries the write's time.
+		submitted := a.Now().UnixNano()
+		job.SubmitTime = &submitted
 		a.Store.UpsertJob(job)
 	}
 	return nil
@@ -225,3 +219,44 @@ func isNotFound(err error) bool {
 }
 
 func pointer[T any](v T) *T { return &v }
+
+// blocked records a write Nomad refused for want of the submitter's
+// Vault/Consul token, so that version of the job is not tried again, and
+// returns err marked with jobmeta.ErrSubmitterToken; other errors pass.
+func (a *Actuator) blocked(d engine.Decision, err error) error {
+	err = jobmeta.AsSubmitterToken(err)
+	if !errors.Is(err, jobmeta.ErrSubmitterToken) {
+		return err
+	}
+	a.stuckMu.Lock()
+	defer a.stuckMu.Unlock()
+	if a.stuck == nil {
+		a.stuck = map[string]uint64{}
+	}
+	a.stuck[d.Namespace+"/"+d.JobID] = d.Version
+	return err
+}
+
+// isBlocked reports whether this version of the decision's job was refused
+// for want of a token before. A new version (the user re-submitted it)
+// is tried again.
+func (a *Actuator) isBlocked(d engine.Decision) bool {
+	a.stuckMu.Lock()
+	defer a.stuckMu.Unlock()
+	v, ok := a.stuck[d.Namespace+"/"+d.JobID]
+	if ok && v != d.Version {
+		delete(a.stuck, d.Namespace+"/"+d.JobID)
+		return false
+	}
+	return ok
+}
+
+// stop deregisters (without purge) a job the governor cannot hold, such
+// as a dispatched child, which Nomad 1.6.1 cannot update. Nomad's
+// deregister has no check-and-set: the version was checked just before.
+func (a *Actuator) stop(ctx context.Context, d engine.Decision) (bool, error) {
+	if _, _, err := a.Jobs.Deregister(d.JobID, false, (&api.WriteOptions{Namespace: d.Namespace}).WithContext(ctx)); err != nil {
+		return false, fmt.Errorf("stopping job %s/%s: %w", d.Namespace, d.JobID, err)
+	}
+	return true, nil
+}

@@ -1,60 +1,26 @@
 package cluster
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
-// Job meta keys of the job contract (ARCHITECTURE.md).
-const (
-	MetaClass      = "allot.class"
-	MetaGang       = "allot.gang"
-	MetaState      = "allot.state"
-	MetaQueuedAt   = "allot.queued-at"
-	MetaAdmittedAt = "allot.admitted-at"
-	MetaRequeues   = "allot.requeues"
-	// MetaRequeuedAt and MetaPreemptedBy extend the job contract for
-	// preemption: when the job was last requeued (its back-off counts
-	// from it) and which job's preemption requeued it.
-	MetaRequeuedAt  = "allot.requeued-at"
-	MetaPreemptedBy = "allot.preempted-by"
-	StateQueued     = "queued"
-	StateAdmitted   = "admitted"
-)
+// ConvertJob converts a job whose governor record nobody verified, such
+// as a caller's submission, into the engine's view: its allot.* record
+// counts for nothing (ConvertStored converts jobs as Nomad stores them).
+func ConvertJob(j *api.Job) *engine.Job { return convertJob(j, jobmeta.Record{}) }
 
-// JobState derives the governor's view of a job from its stop flag and
-// meta. Held = Stop && allot.state=queued; a job a user stopped is
-// Stopped; periodic/parameterized parents, which never run allocations
-// themselves, are Stopped too. System and sysbatch jobs are governed like
-// any other (engine.Job.System).
-func JobState(j *api.Job) engine.State {
-	stop := j.Stop != nil && *j.Stop
-	state := j.Meta[MetaState]
-	switch {
-	case stop && state == StateQueued:
-		return engine.Queued
-	case stop:
-		return engine.Stopped
-	case j.IsPeriodic() || j.IsParameterized():
-		return engine.Stopped
-	case state == StateAdmitted:
-		return engine.Admitted
-	}
-	return engine.Direct
-}
-
-// ConvertJob converts a Nomad job into the engine's view.
-func ConvertJob(j *api.Job) *engine.Job {
+// convertJob converts j with rec as its governor record.
+func convertJob(j *api.Job, rec jobmeta.Record) *engine.Job {
 	out := &engine.Job{
 		Namespace:   str(j.Namespace, api.DefaultNamespace),
 		ID:          str(j.ID, ""),
-		Class:       j.Meta[MetaClass],
-		State:       JobState(j),
+		Class:       j.Meta[jobmeta.Class],
+		State:       jobState(j, rec),
 		Version:     u64(j.JobModifyIndex),
 		Dead:        j.Status != nil && *j.Status == "dead",
 		Dispatched:  j.Dispatched,
@@ -69,36 +35,11 @@ func ConvertJob(j *api.Job) *engine.Job {
 		// so a job read from an event equals the same job read by ID.
 		out.SubmittedAt = time.Unix(0, *j.SubmitTime).UTC().Truncate(time.Millisecond)
 	}
-	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaQueuedAt]); err == nil {
-		out.QueuedAt = t
-	}
-	convertRequeue(j, out)
+	applyRecord(out, j, rec)
 	for _, tg := range canonicalGroups(j) {
 		out.Groups = append(out.Groups, convertGroup(tg))
 	}
 	return out
-}
-
-// convertRequeue reads the admission and requeue meta; malformed values
-// count as absent (zero requeues, no back-off).
-func convertRequeue(j *api.Job, out *engine.Job) {
-	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaAdmittedAt]); err == nil {
-		out.AdmittedAt = t
-	}
-	if t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaRequeuedAt]); err == nil {
-		out.RequeuedAt = t
-	}
-	if n, err := strconv.Atoi(j.Meta[MetaRequeues]); err == nil && n > 0 {
-		out.Requeues = n
-	}
-	out.PreemptedBy = j.Meta[MetaPreemptedBy]
-	out.NoGang = strings.EqualFold(strings.TrimSpace(j.Meta[MetaGang]), "false")
-}
-
-// QueuedAt returns a job's allot.queued-at, if it is set and valid.
-func QueuedAt(j *api.Job) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, j.Meta[MetaQueuedAt])
-	return t, err == nil
 }
 
 func constraints(cs []*api.Constraint) []engine.Constraint {

@@ -6,47 +6,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
-
-	"github.com/allot-sh/allot/governor/engine"
 )
-
-func TestConvertJobReadsRequeueMeta(t *testing.T) {
-	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	cases := map[string]struct {
-		meta map[string]string
-		want func(*engine.Job)
-	}{
-		"requeued victim": {
-			meta: map[string]string{MetaState: StateQueued, MetaRequeues: "3", MetaRequeuedAt: at.Format(time.RFC3339Nano),
-				MetaAdmittedAt: at.Add(-time.Hour).Format(time.RFC3339Nano), MetaPreemptedBy: "b/boss b/other"},
-			want: func(j *engine.Job) {
-				j.Requeues, j.RequeuedAt, j.AdmittedAt, j.PreemptedBy = 3, at, at.Add(-time.Hour), "b/boss b/other"
-			},
-		},
-		"malformed values count as absent": {
-			meta: map[string]string{MetaRequeues: "many", MetaRequeuedAt: "yesterday", MetaAdmittedAt: "-"},
-			want: func(*engine.Job) {},
-		},
-		"negative requeues count as none": {meta: map[string]string{MetaRequeues: "-2"}, want: func(*engine.Job) {}},
-		"allot.gang false is not a gang":  {meta: map[string]string{MetaGang: " False "}, want: func(j *engine.Job) { j.NoGang = true }},
-		"allot.gang true stays a gang":    {meta: map[string]string{MetaGang: "true"}, want: func(*engine.Job) {}},
-		"no meta: a gang never requeued":  {meta: nil, want: func(*engine.Job) {}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			j := api.NewBatchJob("j", "j", "global", 50)
-			j.Meta = tc.meta
-			got := ConvertJob(j)
-			want := &engine.Job{}
-			tc.want(want)
-			must.Eq(t, want.Requeues, got.Requeues)
-			must.Eq(t, want.RequeuedAt, got.RequeuedAt)
-			must.Eq(t, want.AdmittedAt, got.AdmittedAt)
-			must.Eq(t, want.PreemptedBy, got.PreemptedBy)
-			must.Eq(t, want.NoGang, got.NoGang)
-		})
-	}
-}
 
 func TestAllocCarriesStartAndLastCheckpoint(t *testing.T) {
 	started := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -19,6 +19,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/quota"
 )
 
@@ -174,7 +175,9 @@ func TestReplayResyncsAfterStreamError(t *testing.T) {
 func TestReplayedJobStates(t *testing.T) {
 	frames, final := loadFixtures(t)
 	store := replayThroughWatcher(t, &fakeSource{initial: &Initial{}, frames: frames, final: final})
-	cases := map[string]engine.State{"ml/train.v1_A": engine.Stopped, "ml/held-Job.x": engine.Queued, "ml/direct": engine.Direct}
+	// The fixture's held job was written without an admission seal: a
+	// forged held record counts as a user's stop (jobmeta).
+	cases := map[string]engine.State{"ml/train.v1_A": engine.Stopped, "ml/held-Job.x": engine.Stopped, "ml/direct": engine.Direct}
 	for key, want := range cases {
 		ns, id := splitKey(key)
 		j, ok := store.Job(ns, id)
@@ -194,8 +197,9 @@ func TestNextBackoff(t *testing.T) {
 
 func TestDeregisterOfHeldJobMarksItStoppedByUser(t *testing.T) {
 	s := NewStore(nil, nil)
-	held := &api.Job{ID: pointerTo("h"), Namespace: pointerTo("ml"), Stop: pointerTo(true), JobModifyIndex: pointerTo(uint64(10)),
-		Meta: map[string]string{MetaState: StateQueued}}
+	sealer := testSealer(t)
+	s.UseSealer(sealer)
+	held := sealedJob(t, sealer, "h", func(j *api.Job) error { return sealer.Hold(j, jobmeta.Record{}, jobmeta.Stamp{Now: metaNow}) })
 	s.Reset(&Initial{Jobs: []*api.Job{held}})
 	s.mu.Lock()
 	s.deregistered("ml/h", 9) // older than the held version: not a stop

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/quota"
 )
 
@@ -44,6 +45,17 @@ type Store struct {
 	book    *quota.Book
 	governs func(ns string) bool
 	changed chan struct{}
+	// sealer verifies the governor records of stored jobs (UseSealer).
+	sealer *jobmeta.Sealer
+}
+
+// UseSealer makes the store trust a job's governor record only when
+// sealer verifies its admission seal; without one, no job is admitted or
+// held (all count as direct or stopped).
+func (s *Store) UseSealer(sealer *jobmeta.Sealer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sealer = sealer
 }
 
 // NewStore returns an empty store. book receives namespace meta; governs
@@ -131,7 +143,7 @@ func (s *Store) putAlloc(a *api.Allocation) {
 // putJob stores a job unless the store holds a newer version of it (force
 // ignores versions, for full listings).
 func (s *Store) putJob(j *api.Job, force bool) {
-	c := ConvertJob(j)
+	c := ConvertStored(j, s.sealer)
 	if old, ok := s.jobs[c.Key()]; ok && !force && old.Version > c.Version {
 		return
 	}

@@ -11,17 +11,25 @@ import (
 // journalSize is how many recent decisions the journal keeps.
 const journalSize = 500
 
+// CauseSubmitterToken is the cause of a "blocked" record: Nomad refused
+// the governor's write for want of the submitter's Vault/Consul token
+// (audit #19).
+const CauseSubmitterToken = "submitter-token"
+
 // Record is one applied decision worth explaining later: a preemption
-// (preemptor and victims) or a hold or requeue of a single job.
+// (preemptor and victims), a hold, stop or requeue of a single job, or a
+// decision Nomad refused for good ("blocked").
 type Record struct {
 	Time time.Time
-	// Kind is preemption, requeue (gang timeout) or hold (direct job over
-	// its limit).
+	// Kind is preemption, requeue (gang timeout), hold (direct job over
+	// its limit, or breaking its class rules), stop (a dispatched job that
+	// cannot be held) or blocked (see CauseSubmitterToken).
 	Kind      string
 	Namespace string
 	JobID     string
 	Class     string
-	// Cause is reclaim, priority or gang-timeout.
+	// Cause is reclaim, priority or gang-timeout for requeues; over-limit,
+	// class or priority for holds and stops; submitter-token for blocked.
 	Cause   string
 	Reason  string
 	Victims []engine.Victim
@@ -64,11 +72,20 @@ func records(plan *engine.Plan, res actuate.Result) []Record {
 		key := d.Namespace + "/" + d.JobID
 		applied[key] = d
 		switch {
-		case d.Action == engine.Hold:
-			out = append(out, Record{Time: plan.Now, Kind: "hold", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: "over-limit", Reason: d.Reason})
+		case d.Action == engine.Hold || d.Action == engine.Stop:
+			cause := d.Cause
+			if cause == "" {
+				cause = "over-limit"
+			}
+			out = append(out, Record{Time: plan.Now, Kind: d.Action.String(), Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: cause, Reason: d.Reason})
 		case d.Action == engine.Requeue && d.Cause == engine.CauseGangTimeout:
 			out = append(out, Record{Time: plan.Now, Kind: "requeue", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: d.Cause, Reason: d.Reason})
 		}
+	}
+	for _, b := range res.Blocked {
+		d := b.Decision
+		out = append(out, Record{Time: plan.Now, Kind: "blocked", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: CauseSubmitterToken,
+			Reason: d.Action.String() + " not applied, and not retried until the job changes: Nomad needs the submitter's Vault/Consul token to register it (" + d.Reason + ")"})
 	}
 	for _, p := range plan.Preemptions {
 		rec := Record{Time: plan.Now, Kind: "preemption", Namespace: p.Namespace, JobID: p.JobID, Class: p.Class, Cause: p.Cause, Reason: p.Reason}

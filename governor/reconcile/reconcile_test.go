@@ -13,12 +13,17 @@ import (
 	"github.com/allot-sh/allot/governor/actuate"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/metrics"
 	"github.com/allot-sh/allot/governor/quota"
 )
 
-// memJobs is an in-memory job API for the actuator.
-type memJobs struct{ jobs map[string]*api.Job }
+// memJobs is an in-memory job API for the actuator; writes get Nomad's
+// SubmitTime.
+type memJobs struct {
+	jobs map[string]*api.Job
+	now  func() time.Time
+}
 
 func (m *memJobs) Info(id string, q *api.QueryOptions) (*api.Job, *api.QueryMeta, error) {
 	j := *m.jobs[q.Namespace+"/"+id]
@@ -28,39 +33,65 @@ func (m *memJobs) Info(id string, q *api.QueryOptions) (*api.Job, *api.QueryMeta
 func (m *memJobs) RegisterOpts(j *api.Job, o *api.RegisterOptions, q *api.WriteOptions) (*api.JobRegisterResponse, *api.WriteMeta, error) {
 	next := *j.JobModifyIndex + 1
 	j.JobModifyIndex = &next
+	j.SubmitTime = ptr(m.now().UnixNano())
 	m.jobs[q.Namespace+"/"+*j.ID] = j
 	return &api.JobRegisterResponse{JobModifyIndex: next}, nil, nil
 }
 
+func (m *memJobs) Deregister(id string, purge bool, q *api.WriteOptions) (string, *api.WriteMeta, error) {
+	j := *m.jobs[q.Namespace+"/"+id]
+	j.Stop = ptr(true)
+	m.jobs[q.Namespace+"/"+id] = &j
+	return "", nil, nil
+}
+
 func ptr[T any](v T) *T { return &v }
 
+// testNow is the reconciler's clock in these tests.
+func testNow() time.Time { return time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC) }
+
+var testSealer = func() *jobmeta.Sealer {
+	s, err := jobmeta.NewSealer([]byte("reconcile-test-key-reconcile-test"))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// gpuJob is a job asking for gpus GPUs; a held one was held by the
+// governor (sealed).
 func gpuJob(id string, gpus uint64, held bool) *api.Job {
 	j := &api.Job{ID: ptr(id), Namespace: ptr("ml"), Type: ptr("batch"), Stop: ptr(held), JobModifyIndex: ptr(uint64(3)),
 		Meta: map[string]string{}, TaskGroups: []*api.TaskGroup{{Name: ptr("g"), Count: ptr(1), Tasks: []*api.Task{{Name: "t",
 			Resources: &api.Resources{Devices: []*api.RequestedDevice{{Name: "gpu", Count: ptr(gpus)}}}}}}}}
+	j.SubmitTime = ptr(testNow().Add(-time.Minute).UnixNano())
 	if held {
-		j.Meta["allot.state"] = "queued"
-		j.Meta["allot.queued-at"] = "2026-01-01T00:00:00Z"
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if err := testSealer.Hold(j, jobmeta.Record{}, jobmeta.Stamp{Now: at}); err != nil {
+			panic(err)
+		}
+		j.SubmitTime = ptr(at.UnixNano())
 	}
 	return j
 }
 
 func newReconciler(t *testing.T, jobs ...*api.Job) (*Reconciler, *memJobs) {
-	store := cluster.NewStore(quota.NewBook([]string{"standard"}), nil)
+	store := cluster.NewStore(quota.NewBook([]string{"standard", "low", "production"}), nil)
+	store.UseSealer(testSealer)
 	store.SetNamespaces([]*api.Namespace{{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "4"}}})
 	node := &api.Node{ID: "n1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
 		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 4096},
 			Devices: []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H200",
 				Instances: []*api.NodeDevice{{ID: "a", Healthy: true}, {ID: "b", Healthy: true}, {ID: "c", Healthy: true}, {ID: "d", Healthy: true}}}}}}
-	mem := &memJobs{jobs: map[string]*api.Job{}}
+	mem := &memJobs{jobs: map[string]*api.Job{}, now: testNow}
 	for _, j := range jobs {
 		mem.jobs["ml/"+*j.ID] = j
 	}
 	store.Reset(&cluster.Initial{Nodes: []*api.Node{node}, Jobs: jobs})
-	now := func() time.Time { return time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC) }
-	r := &Reconciler{Store: store, Config: engine.Config{StarvationTimeout: time.Hour, Classes: map[string]engine.Class{"standard": {Priority: 50}}},
-		Metrics: metrics.New(), Log: hclog.NewNullLogger(), Now: now, Interval: time.Hour,
-		Actuator: &actuate.Actuator{Jobs: mem, Store: store, Log: hclog.NewNullLogger(), Now: now}}
+	r := &Reconciler{Store: store, Config: engine.Config{StarvationTimeout: time.Hour, Classes: map[string]engine.Class{
+		"standard": {Priority: 50, Preemptible: true}, "low": {Priority: 30, Preemptible: true}, "production": {Priority: 90, Restricted: true}}},
+		Metrics: metrics.New(), Log: hclog.NewNullLogger(), Now: testNow, Interval: time.Hour,
+		Actuator: &actuate.Actuator{Jobs: mem, Store: store, Sealer: testSealer, Log: hclog.NewNullLogger(), Now: testNow}}
 	return r, mem
 }
 
@@ -68,7 +99,9 @@ func TestCycleAdmitsAndRecords(t *testing.T) {
 	r, mem := newReconciler(t, gpuJob("a", 2, true), gpuJob("b", 4, true))
 	p := r.Cycle(context.Background())
 	must.SliceLen(t, 1, p.Decisions)
-	must.Eq(t, "admitted", mem.jobs["ml/a"].Meta["allot.state"])
+	rec, err := testSealer.Verify(mem.jobs["ml/a"])
+	must.NoError(t, err)
+	must.True(t, rec.Admitted())
 	must.True(t, *mem.jobs["ml/b"].Stop)
 	must.Eq(t, p, r.Latest())
 	must.Eq(t, 1.0, testutil.ToFloat64(r.Metrics.AdmittedTotal.WithLabelValues("ml", "queue")))
