@@ -42,7 +42,7 @@ $(BIN)/nomad: tools/nomad/go.mod tools/nomad/go.sum
 FORCE:
 
 .PHONY: test
-test: test-unit e2e ## Run unit tests, then the e2e tests against a real Nomad cluster
+test: test-unit fuzz-short e2e ## Run unit tests, every fuzz target briefly, then the e2e tests against a real Nomad cluster
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests
@@ -51,6 +51,49 @@ test-unit: ## Run the unit tests
 .PHONY: e2e
 e2e: build ## Run the e2e tests (real Nomad cluster; RUN=<regexp> picks tests)
 	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' ./...
+
+# Fuzzing (docs/fuzzing.md): every `func FuzzXxx(f *testing.F)` in the
+# module's test files, found with go list, one `go test -fuzz` run each.
+# FUZZ=<regexp> picks targets by name, FUZZ_PARALLEL=<n> sets -parallel
+# (default: GOMAXPROCS).
+FUZZTIME       ?= 10m
+FUZZTIME_SHORT ?= 3s
+FUZZ           ?= .
+FUZZ_PARALLEL  ?=
+
+# fuzz_targets prints "<./package> <FuzzName>" per target.
+define fuzz_targets
+$(GO) list -e -f '{{$$d := .Dir}}{{range .TestGoFiles}}{{$$d}}/{{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$$d}}/{{.}}{{"\n"}}{{end}}' ./... \
+	| xargs -r grep -HoE '^func Fuzz[A-Za-z0-9_]*\([A-Za-z_]+ \*testing\.F\)' \
+	| sed -E "s|^$$($(GO) list -m -f '{{.Dir}}')/(.*)/[^/]+:func (Fuzz[A-Za-z0-9_]*).*|./\1 \2|" \
+	| sort -u | awk '$$2 ~ /$(FUZZ)/'
+endef
+
+# run_fuzz runs every target for $(1) and reports the ones that failed.
+define run_fuzz
+@targets=$$($(fuzz_targets)); \
+if [ -z "$$targets" ]; then echo "no fuzz targets match FUZZ=$(FUZZ)"; exit 1; fi; \
+failed=""; start=$$(date +%s); \
+while read -r pkg name; do \
+	echo "==> $$name ($$pkg, $(1))"; \
+	$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(1) $(if $(FUZZ_PARALLEL),-parallel $(FUZZ_PARALLEL)) $$pkg \
+		|| failed="$$failed $$pkg:$$name"; \
+done <<< "$$targets"; \
+echo "==> $$(wc -l <<< "$$targets") fuzz targets in $$(( $$(date +%s) - start ))s"; \
+if [ -n "$$failed" ]; then echo "FAILED:$$failed (crashers are saved under each package's testdata/fuzz/)"; exit 1; fi
+endef
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 10m; FUZZ=<regexp>, FUZZ_PARALLEL=<n>)
+	$(call run_fuzz,$(FUZZTIME))
+
+.PHONY: fuzz-short
+fuzz-short: ## Run every fuzz target for FUZZTIME_SHORT each (default 3s; part of make test)
+	$(call run_fuzz,$(FUZZTIME_SHORT))
+
+.PHONY: fuzz-list
+fuzz-list: ## List the fuzz targets (package and name)
+	@$(fuzz_targets)
 
 .PHONY: bench
 bench: build bench-sim ## Run the benchmarks (results go in docs/benchmarks.md)
