@@ -107,7 +107,9 @@ func liveAllocs(in []*Alloc) []*Alloc {
 // newVictim describes j as a possible victim; nil when it may not be one.
 func (cy *cycle) newVictim(j *Job) *victim {
 	acct := cy.accts[j.Namespace]
-	if acct == nil || cy.pre.requeued[j.Key()] || cy.held[j.Key()] {
+	// A job that needs its submitter's Vault/Consul token cannot be
+	// requeued by the governor's write (audit #19): never a victim.
+	if acct == nil || j.NeedsToken || cy.pre.requeued[j.Key()] || cy.held[j.Key()] {
 		return nil
 	}
 	name := cy.victimClass(j, acct)
