@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -168,4 +169,29 @@ func (p *Proxy) classOf(ns string, meta map[string]string) (string, int, error) 
 		why = "may not be used by tenant " + ns
 	}
 	return "", 0, badRequest(fmt.Sprintf("class %q %s; classes tenant %s may use: %s", name, why, ns, strings.Join(allowed, ", ")))
+}
+
+// Judge returns the job a register request would make Nomad store, as the
+// proxy judges it (the same decoding, namespace and region resolution,
+// canonicalization and bounds as the register route, with the
+// governor-owned meta dropped), or why the proxy refuses it. r carries
+// the path's query and headers; pathID is the ID in the path ("" for
+// /v1/jobs); region is the governor's region ("" = "global"). It reads
+// nothing from Nomad (PreserveCounts is not applied) and checks no token:
+// for differential tests against what Nomad stores.
+func Judge(r *http.Request, body []byte, pathID, region string) (*api.Job, error) {
+	p := &Proxy{region: region}
+	if p.region == "" {
+		p.region = api.GlobalRegion
+	}
+	sub, err := p.parseSubmission(r, body, pathID, false)
+	if err != nil {
+		return nil, err
+	}
+	j := sub.req.Job
+	if err := canonical(j, sub.t.Namespace, sub.t.Region); err != nil {
+		return nil, err
+	}
+	j.Meta = jobmeta.StripOwned(j.Meta)
+	return j, nil
 }

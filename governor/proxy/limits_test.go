@@ -43,8 +43,8 @@ func TestJobTypesTheGovernorDoesNotAdmitItself(t *testing.T) {
 		stop       bool
 	}{
 		"system job refused by default": {typ: "system", status: 400, want: `system jobs are not allowed in governed namespace ml (the governor's system_jobs = "refuse")`},
-		"sysbatch job refused":           {typ: "sysbatch", status: 400, want: "sysbatch jobs are not allowed"},
-		"system job governed":            {typ: "system", system: SystemJobsGovern, status: 200, want: "allot: job ml/x"},
+		"sysbatch job refused":          {typ: "sysbatch", status: 400, want: "sysbatch jobs are not allowed"},
+		"system job governed":           {typ: "system", system: SystemJobsGovern, status: 200, want: "allot: job ml/x"},
 		"registered stopped: no governor state": {typ: "batch", extra: `"Stop":true,"Meta":{"allot.state":"queued","allot.queued-at":"2000-01-01T00:00:00Z"},`,
 			status: 200, stop: true},
 	}
