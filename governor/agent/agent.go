@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/actuate"
+	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/config"
 	"github.com/allot-sh/allot/governor/engine"
@@ -39,30 +40,49 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	m := metrics.New()
 	book := quota.NewBook(cfg.ClassNames())
 	store := cluster.NewStore(book, cfg.GovernsNamespace)
+	// One admission key for the store (which records count), the actuator
+	// and the proxy (which write them): governor/jobmeta.
+	sealer, err := admissionSealer(ctx, cfg.Admission, client, log.Named("jobmeta"))
+	if err != nil {
+		return err
+	}
+	store.UseSealer(sealer)
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
-	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Log: log.Named("actuate"), Now: time.Now}
+	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Sealer: sealer, Log: log.Named("actuate"), Now: time.Now}
 	rec := &reconcile.Reconciler{Store: store, Config: EngineConfig(cfg), Metrics: m, Log: log.Named("reconcile"),
 		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond, Actuator: act}
 	governed := func(ns string) bool {
 		_, ok := book.Get(ns)
 		return ok && cfg.GovernsNamespace(ns)
 	}
+	// Callers are resolved with their own tokens over the governor's TLS
+	// transport to Nomad; hc carries no token (see nomadClients).
+	authn := auth.New(auth.Options{Nomad: target, Client: hc, TTL: cfg.Auth.CacheTTL, MaxEntries: cfg.Auth.CacheSize,
+		RequireClientCert: cfg.Nomad.RequireClientCert(), MetricsToken: cfg.Auth.MetricsToken, Log: log.Named("auth")})
 	px := proxy.New(proxy.Options{Target: target, Transport: hc.Transport, Reconciler: rec, Store: store,
-		Governed: governed, Log: log.Named("proxy"), Metrics: m})
-	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"),
-		Visible: server.NomadVisible(target, hc), Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal}
+		Governed: governed, Log: log.Named("proxy"), Metrics: m, Auth: proxy.NomadACL{Auth: authn}, Sealer: sealer,
+		MaxBody: cfg.Limits.MaxBodyBytes, MaxInFlight: cfg.Limits.MaxConcurrentAdmissions})
+	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"), Auth: authn,
+		Engine: rec.Config, Now: time.Now, Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal,
+		RequireClientCert: cfg.Nomad.RequireClientCert(),
+		Timeouts:          server.Timeouts{Read: cfg.HTTP.ReadTimeout, Write: cfg.HTTP.WriteTimeout}}
 
+	tc, err := listenerTLS(cfg.TLS)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(srv.Handler(), cfg.HTTP, tc, log.Named("http"))
 	errCh := make(chan error, 1)
-	go func() { errCh <- hs.Serve(ln) }()
+	go func() { errCh <- serve(hs, ln) }()
 	go watcher.Run(ctx)
 	go rec.Run(ctx)
-	log.Info("governor running", "listen", ln.Addr().String(), "nomad", cfg.Nomad.Address)
+	log.Info("governor running", "listen", ln.Addr().String(), "tls", tc != nil, "client_certs", tc != nil && tc.ClientCAs != nil,
+		"nomad", cfg.Nomad.Address)
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -99,7 +119,7 @@ func warnNomadPreemption(client *api.Client, log hclog.Logger) {
 func EngineConfig(cfg config.Config) engine.Config {
 	ec := engine.Config{StarvationTimeout: cfg.StarvationTimeout, Classes: map[string]engine.Class{},
 		DisablePreemption: cfg.DisablePreemption, BackoffBase: cfg.BackoffBase, BackoffCap: cfg.BackoffCap,
-		GangTimeout: cfg.GangTimeout}
+		GangTimeout: cfg.GangTimeout, GovernSystemJobs: cfg.SystemJobs == config.SystemJobsGovern}
 	for name, c := range cfg.Classes {
 		ec.Classes[name] = engine.Class{Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted}
 	}

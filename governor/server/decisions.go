@@ -5,16 +5,13 @@ import (
 	"sort"
 
 	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
 
 // classes serves GET /allot/v1/classes: the configured priority classes,
 // highest priority first (then by name).
-func (s *Server) classes(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		writeErr(w, http.StatusMethodNotAllowed, "only GET")
-		return
-	}
+func (s *Server) classes(w http.ResponseWriter, r *http.Request, _ *auth.Caller) {
 	out := gapi.ClassList{Classes: []gapi.Class{}}
 	for name, c := range s.Classes {
 		out.Classes = append(out.Classes, gapi.Class{Name: name, Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted})
@@ -31,22 +28,15 @@ func (s *Server) classes(w http.ResponseWriter, r *http.Request) {
 
 // decisions serves GET /allot/v1/decisions: recent preemptions, requeues
 // and holds, newest first. A caller sees a record when it may read the
-// namespace of its job or of one of its victims; victims in namespaces it
-// may not read show as "(hidden)".
-func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		writeErr(w, http.StatusMethodNotAllowed, "only GET")
-		return
-	}
-	vis, err := s.Visible(r)
-	if err != nil {
-		writeErr(w, http.StatusForbidden, "checking the namespaces your token may read: "+err.Error())
-		return
-	}
+// namespace of its job or of one of its victims; a party in a namespace it
+// may not read shows as "(hidden)", namespace and class included (audit
+// #27), and texts naming one are redacted.
+func (s *Server) decisions(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	out := gapi.DecisionList{Decisions: []gapi.Decision{}}
 	if s.Journal != nil {
+		rd := s.redactorFor(c)
 		for _, rec := range s.Journal.Recent() {
-			if d, ok := decisionOf(rec, vis); ok {
+			if d, ok := decisionOf(rec, c.CanRead, rd); ok {
 				out.Decisions = append(out.Decisions, d)
 			}
 		}
@@ -54,21 +44,20 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func decisionOf(rec reconcile.Record, vis map[string]bool) (gapi.Decision, bool) {
+func decisionOf(rec reconcile.Record, canRead func(string) bool, rd redactor) (gapi.Decision, bool) {
 	d := gapi.Decision{Time: rec.Time, Kind: rec.Kind, Namespace: rec.Namespace, JobID: rec.JobID, Class: rec.Class,
-		Cause: rec.Cause, Reason: rec.Reason}
-	seen := canSee(vis, rec.Namespace)
+		Cause: rec.Cause, Reason: rd.text(rec.Reason)}
+	seen := canRead(rec.Namespace)
+	if !seen {
+		d.Namespace, d.JobID, d.Class, d.Reason = hiddenName, hiddenName, "", hiddenName
+	}
 	for _, v := range rec.Victims {
-		gv := gapi.Victim{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class, LostWorkSeconds: v.LostWork.Seconds()}
-		if canSee(vis, v.Namespace) {
+		gv := gapi.Victim{Namespace: hiddenName, JobID: hiddenName}
+		if canRead(v.Namespace) {
+			gv = gapi.Victim{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class, LostWorkSeconds: v.LostWork.Seconds()}
 			seen = true
-		} else {
-			gv.JobID, gv.Class = "(hidden)", ""
 		}
 		d.Victims = append(d.Victims, gv)
-	}
-	if !canSee(vis, rec.Namespace) {
-		d.JobID, d.Reason = "(hidden)", "(hidden)"
 	}
 	return d, seen
 }

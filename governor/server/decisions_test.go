@@ -2,32 +2,15 @@ package server
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
 	gapi "github.com/allot-sh/allot/governor/api"
-	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
-
-func newDecisionServer(t *testing.T, j *reconcile.Journal) *gapi.Client {
-	store := cluster.NewStore(nil, nil)
-	store.Reset(&cluster.Initial{})
-	s := &Server{Plans: fixedPlan{samplePlan()}, Store: store, Proxy: http.NotFoundHandler(), Visible: onlyML,
-		Log: hclog.NewNullLogger(), Journal: j, Classes: map[string]engine.Class{
-			"standard": {Priority: 50, Preemptible: true}, "production": {Priority: 90, Restricted: true},
-			"low": {Priority: 30, Preemptible: true}, "also-low": {Priority: 30},
-		}}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return &gapi.Client{Address: srv.URL}
-}
 
 func TestClassesByPriority(t *testing.T) {
 	got, err := newDecisionServer(t, nil).Classes(context.Background())
@@ -55,7 +38,7 @@ func TestDecisionsNewestFirstAndFiltered(t *testing.T) {
 	must.Eq(t, []gapi.Decision{
 		{Time: at.Add(2 * time.Minute), Kind: "requeue", Namespace: "ml", JobID: "gang", Cause: "gang-timeout", Reason: "gang timeout"},
 		{Time: at, Kind: "preemption", Namespace: "ml", JobID: "boss", Class: "standard", Cause: "reclaim", Reason: "tenant ml reclaims",
-			Victims: []gapi.Victim{{Namespace: "secret", JobID: "(hidden)", LostWorkSeconds: 90}, {Namespace: "ml", JobID: "own", Class: "low", LostWorkSeconds: 1}}},
+			Victims: []gapi.Victim{{Namespace: "(hidden)", JobID: "(hidden)"}, {Namespace: "ml", JobID: "own", Class: "low", LostWorkSeconds: 1}}},
 	}, got.Decisions)
 }
 

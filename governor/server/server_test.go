@@ -2,26 +2,17 @@ package server
 
 import (
 	"context"
-	"errors"
+	"io"
 	"net/http"
-	"net/http/httptest"
+	"strings"
 	"testing"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/shoenig/test/must"
 
 	gapi "github.com/allot-sh/allot/governor/api"
-	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
-	"github.com/allot-sh/allot/governor/metrics"
 	"github.com/allot-sh/allot/governor/quota"
 )
-
-type fixedPlan struct{ p *engine.Plan }
-
-func (f fixedPlan) Latest() *engine.Plan               { return f.p }
-func (f fixedPlan) Cycle(context.Context) *engine.Plan { return f.p }
 
 func samplePlan() *engine.Plan {
 	queued := engine.Verdict{Namespace: "ml", JobID: "big.Job_1", Class: "standard", State: engine.Queued, Position: 1, TenantPosition: 1,
@@ -33,28 +24,8 @@ func samplePlan() *engine.Plan {
 		Verdicts: map[string]*engine.Verdict{"ml/big.Job_1": &queued, "secret/x": &other},
 		Tenants: []engine.TenantStatus{
 			{Tenant: engine.Tenant{Tenant: quota.Tenant{Namespace: "ml", Cohort: "default", Weight: 1, Limit: quota.Vector{"gpu": 8}}}, Usage: quota.Vector{"gpu": 8}, Queued: 1},
-			{Tenant: engine.Tenant{Tenant: quota.Tenant{Namespace: "secret"}, Err: errors.New("bad meta")}, Queued: 1},
+			{Tenant: engine.Tenant{Tenant: quota.Tenant{Namespace: "secret"}, Err: errBadMeta}, Queued: 1},
 		}}
-}
-
-// onlyML is a token that may read namespace ml only.
-func onlyML(r *http.Request) (map[string]bool, error) {
-	if r.Header.Get("X-Nomad-Token") == "denied" {
-		return nil, errors.New("ACL token not found")
-	}
-	return map[string]bool{"ml": true}, nil
-}
-
-func newServer(t *testing.T, p *engine.Plan, synced bool) *gapi.Client {
-	store := cluster.NewStore(nil, nil)
-	if synced {
-		store.Reset(&cluster.Initial{})
-	}
-	s := &Server{Plans: fixedPlan{p}, Store: store, Proxy: http.NotFoundHandler(), Metrics: metrics.New(),
-		Visible: onlyML, Log: hclog.NewNullLogger()}
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	return &gapi.Client{Address: srv.URL}
 }
 
 func TestAPIShowsOnlyReadableNamespaces(t *testing.T) {
@@ -70,10 +41,37 @@ func TestAPIShowsOnlyReadableNamespaces(t *testing.T) {
 	must.Eq(t, []gapi.QueueEntry{{Namespace: "ml", JobID: "big.Job_1", Class: "standard", Position: 1, TenantPosition: 1,
 		Reason: "limit: needs 4 gpu; tenant ml uses 8 of limit 8"}}, q.Jobs)
 	_, err = c.Why(ctx, "secret", "x")
-	must.ErrorIs(t, err, gapi.ErrNotFound)
+	must.ErrorContains(t, err, "status 403")
+	must.ErrorContains(t, err, "Permission denied")
 	c.Token = "denied"
 	_, err = c.Tenants(ctx)
 	must.ErrorContains(t, err, "ACL token not found")
+}
+
+// TestAudit16_APIRefusesWithoutToken: audit #16/#27, with ACLs on an
+// anonymous caller (no anonymous policy) gets nothing from any endpoint,
+// not even empty lists, and a hidden job answers exactly like a missing
+// one.
+func TestAudit16_APIRefusesWithoutToken(t *testing.T) {
+	_, srv := testServer(t, samplePlan(), true, nil)
+	for _, path := range []string{"/allot/v1/tenants", "/allot/v1/queue", "/allot/v1/decisions", "/allot/v1/classes",
+		"/allot/v1/jobs/ml/big.Job_1/why", "/allot/v1/jobs/secret/x/why", "/metrics"} {
+		t.Run(path, func(t *testing.T) {
+			resp, err := http.Get(srv.URL + path)
+			must.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			must.Eq(t, http.StatusForbidden, resp.StatusCode)
+			must.StrContains(t, string(body), "Permission denied")
+			must.StrNotContains(t, string(body), "secret")
+			must.StrNotContains(t, string(body), "gpu")
+		})
+	}
+	for _, id := range []string{"x", "no-such-job"} {
+		code, body := get(t, srv.URL+"/allot/v1/jobs/secret/"+id+"/why", "ml")
+		must.Eq(t, http.StatusForbidden, code)
+		must.Eq(t, `{"Error":"Permission denied"}`, strings.TrimSpace(body))
+	}
 }
 
 func TestWhyShowsEveryCheckWithNumbers(t *testing.T) {
@@ -91,19 +89,27 @@ func TestHealth(t *testing.T) {
 	must.NoError(t, newServer(t, samplePlan(), true).Healthy(context.Background()))
 }
 
-func TestNomadVisibleUsesCallerToken(t *testing.T) {
-	var got string
-	nomad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r.Header.Get("X-Nomad-Token")
-		_, _ = w.Write([]byte(`[{"Name":"ml"},{"Name":"web"}]`))
-	}))
-	defer nomad.Close()
-	target, _ := http.NewRequest("GET", nomad.URL, nil)
-	vis := NomadVisible(target.URL, &http.Client{Timeout: 5 * time.Second})
-	req := httptest.NewRequest("GET", "/allot/v1/queue", nil)
-	req.Header.Set("X-Nomad-Token", "caller")
-	ns, err := vis(req)
+func TestACLsDisabledShowsEverything(t *testing.T) {
+	c := newServer(t, samplePlan(), true)
+	c.Token = "off"
+	ts, err := c.Tenants(context.Background())
 	must.NoError(t, err)
-	must.Eq(t, map[string]bool{"ml": true, "web": true}, ns)
-	must.Eq(t, "caller", got)
+	must.SliceLen(t, 2, ts.Tenants)
+	must.Eq(t, "bad meta", ts.Tenants[1].Error)
+}
+
+// get GETs url with token and returns the status and body.
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	must.NoError(t, err)
+	if token != "" {
+		req.Header.Set("X-Nomad-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must.NoError(t, err)
+	return resp.StatusCode, string(body)
 }

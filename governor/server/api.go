@@ -1,0 +1,116 @@
+package server
+
+import (
+	"net/http"
+
+	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/auth"
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+// errNoNamespace refuses a caller that may read no namespace at all
+// (anonymous callers of a cluster without an anonymous policy): it gets
+// nothing, not even empty lists.
+const errNoNamespace = "Permission denied: your token may read no namespace"
+
+// authed authenticates the caller before h. A caller that may read no
+// namespace is refused with 403, the way Nomad refuses it.
+func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *auth.Caller)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			writeErr(w, http.StatusMethodNotAllowed, "only GET")
+			return
+		}
+		c, err := s.Auth.Authenticate(r)
+		if err != nil {
+			denyJSON(w, err)
+			return
+		}
+		if !s.readsAny(c) {
+			writeErr(w, http.StatusForbidden, errNoNamespace)
+			return
+		}
+		h(w, r, c)
+	}
+}
+
+// management lets only management tokens (or a cluster without ACLs) in.
+func (s *Server) management(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.Auth.Authenticate(r)
+		if err != nil {
+			auth.Deny(w, err)
+			return
+		}
+		if !c.Management() {
+			auth.Deny(w, auth.ErrPermissionDenied)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// readsAny reports whether c may read some namespace Nomad has.
+func (s *Server) readsAny(c *auth.Caller) bool {
+	if c.Management() {
+		return true
+	}
+	for _, ns := range s.Store.Namespaces() {
+		if c.CanRead(ns) {
+			return true
+		}
+	}
+	return false
+}
+
+// latest returns the latest plan or answers 503.
+func (s *Server) latest(w http.ResponseWriter) (*engine.Plan, bool) {
+	p := s.Plans.Latest()
+	if p == nil {
+		writeErr(w, http.StatusServiceUnavailable, "no decision cycle has run yet (still syncing with Nomad)")
+		return nil, false
+	}
+	return p, true
+}
+
+func (s *Server) tenants(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	p, ok := s.latest(w)
+	if !ok {
+		return
+	}
+	out := gapi.TenantList{Tenants: []gapi.Tenant{}}
+	for _, t := range p.Tenants {
+		if c.CanRead(t.Namespace) {
+			out.Tenants = append(out.Tenants, tenantOf(t))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func tenantOf(t engine.TenantStatus) gapi.Tenant {
+	out := gapi.Tenant{Namespace: t.Namespace, Cohort: t.Cohort, Weight: t.Weight, Classes: t.Classes,
+		DefaultClass: t.DefaultClass, Quota: t.Quota, Limit: t.Limit, Lend: t.Lend, Usage: t.Usage,
+		Queued: t.Queued, DominantShare: t.DominantShare}
+	if t.Err != nil {
+		out.Error = t.Err.Error()
+	}
+	return out
+}
+
+// queue lists the caller's queued jobs with their places in the whole
+// queue; reasons that name another tenant's job or namespace are redacted.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	p, ok := s.latest(w)
+	if !ok {
+		return
+	}
+	rd := s.redactorFor(c)
+	out := gapi.Queue{Total: len(p.Queue), Jobs: []gapi.QueueEntry{}}
+	for _, v := range p.Queue {
+		if c.CanRead(v.Namespace) {
+			out.Jobs = append(out.Jobs, gapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
+				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.text(v.Reason)})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
