@@ -51,6 +51,10 @@ type Config struct {
 	// Plugins maps a plugin name (its binary in PluginDir) to the HCL body of
 	// its config block.
 	Plugins map[string]string
+	// ChrootEnv is the client's chroot_env: host path → path in the chroot
+	// Nomad builds for drivers with filesystem isolation. Empty means
+	// Nomad's default (/bin, /etc, /lib, /usr, …, hard-linked per task).
+	ChrootEnv map[string]string
 	// Extra is appended verbatim to the agent config.
 	Extra string
 }
@@ -150,6 +154,13 @@ func (c Config) renderClient(b *strings.Builder) {
 		w("  cgroup_parent     = %s\n", q(c.CgroupParent))
 	}
 	w("  options = {\n    \"fingerprint.denylist\" = %s\n  }\n", q(DenyFingerprinters))
+	if len(c.ChrootEnv) > 0 {
+		w("  chroot_env {\n")
+		for _, k := range sortedKeys(c.ChrootEnv) {
+			w("    %s = %s\n", q(k), q(c.ChrootEnv[k]))
+		}
+		w("  }\n")
+	}
 	if len(c.Meta) > 0 {
 		w("  meta = {\n")
 		for _, k := range sortedKeys(c.Meta) {

@@ -44,6 +44,10 @@ type ClientSpec struct {
 	// PluginConfig maps a plugin name to the HCL body of its config block,
 	// e.g. {"nomad-device-accel": `inventory_file = "/path"`}.
 	PluginConfig map[string]string
+	// ChrootEnv is the client's chroot_env (host path → chroot path) for
+	// isolating drivers; empty means Nomad's default, which links all of
+	// /usr into every task's chroot.
+	ChrootEnv map[string]string
 	// Ready is an extra readiness check on the client's node, e.g. that its
 	// devices are fingerprinted. It is polled until it returns nil.
 	Ready func(*api.Node) error
@@ -165,6 +169,7 @@ func (c *Cluster) startClient(ctx context.Context, nomadBin string, spec ClientS
 		CgroupParent:   nomadagent.CgroupParent(filepath.Base(c.Dir) + "-" + spec.Name),
 		RawExec:        true,
 		Plugins:        spec.PluginConfig,
+		ChrootEnv:      spec.ChrootEnv,
 	})
 	if err != nil {
 		return err
