@@ -62,7 +62,8 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 		RequireClientCert: cfg.Nomad.RequireClientCert(), MetricsToken: cfg.Auth.MetricsToken, Log: log.Named("auth")})
 	px := proxy.New(proxy.Options{Target: target, Transport: hc.Transport, Reconciler: rec, Store: store,
 		Governed: governed, Log: log.Named("proxy"), Metrics: m, Auth: proxy.NomadACL{Auth: authn}, Sealer: sealer,
-		MaxBody: cfg.Limits.MaxBodyBytes, MaxInFlight: cfg.Limits.MaxConcurrentAdmissions})
+		MaxBody: cfg.Limits.MaxBodyBytes, MaxInFlight: cfg.Limits.MaxConcurrentAdmissions,
+		Book: book, SystemJobs: cfg.SystemJobs, Region: nomadRegion(client, log)})
 	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"), Auth: authn,
 		Engine: rec.Config, Now: time.Now, Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal,
 		RequireClientCert: cfg.Nomad.RequireClientCert(),
@@ -146,4 +147,16 @@ func nomadClients(n config.Nomad) (*http.Client, *api.Client, error) {
 		return nil, nil, fmt.Errorf("creating Nomad client: %w", err)
 	}
 	return hc, client, nil
+}
+
+// nomadRegion is the region of the Nomad agent the governor talks to: the
+// proxy refuses writes Nomad would apply to another region. Unknown (the
+// agent could not be asked) means Nomad's default, "global".
+func nomadRegion(client *api.Client, log hclog.Logger) string {
+	region, err := client.Agent().Region()
+	if err != nil || region == "" {
+		log.Warn("cannot read Nomad's region; the proxy assumes \"global\"", "error", err)
+		return api.GlobalRegion
+	}
+	return region
 }
