@@ -113,9 +113,13 @@ func diffOne(t *testing.T, c *testcluster.Cluster, gov string, b diffBody) strin
 		}
 		if strings.HasPrefix(string(data), "allot-governor:") {
 			must.Error(t, jerr, must.Sprintf("the governor refused what Judge accepts: %s", what))
+			if !b.refuse {
+				t.Logf("refused by the governor: %s", data)
+			}
 			return "governor"
 		}
 		must.False(t, b.refuse, must.Sprintf("the governor must refuse this itself: %s", what))
+		t.Logf("refused by Nomad: %d %s", resp.StatusCode, data)
 		return "nomad"
 	}
 	must.False(t, b.refuse, must.Sprint(what))
@@ -137,9 +141,9 @@ func diffOne(t *testing.T, c *testcluster.Cluster, gov string, b diffBody) strin
 // converts jobs.
 type diffShape struct {
 	Namespace, ID, Pool, Class string
-	Periodic, Parameterized     bool
-	Constraints                 []engine.Constraint
-	Groups                      []engine.Group
+	Periodic, Parameterized    bool
+	Constraints                []engine.Constraint
+	Groups                     []engine.Group
 }
 
 func shapeOf(j *api.Job) diffShape {
@@ -173,7 +177,7 @@ func (g *bodyGen) next(i int) diffBody {
 	job := map[string]any{g.key("ID"): id, g.key("Type"): "batch", g.key("NodePool"): "gpu",
 		// Never fits: the governor holds every job, so nothing runs.
 		g.key("Constraints"): []any{map[string]any{"LTarget": "${meta.allot_differential}", "RTarget": "never", "Operand": "="}},
-		g.key("TaskGroups"): g.groups()}
+		g.key("TaskGroups"):  g.groups()}
 	if g.pick(0.3) {
 		job[g.key("Meta")] = map[string]any{"note": "x", "allot.state": "admitted", "allot.class": []string{"standard", "high"}[g.r.Intn(2)]}
 	}

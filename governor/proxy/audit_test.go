@@ -368,3 +368,57 @@ func TestAudit30_BadGatewayHidesNomadsAddress(t *testing.T) {
 		must.StrContains(t, string(data[:n]), "Nomad could not be reached")
 	}
 }
+
+// Audit #22 (revert side): a revert restores the old version's governor
+// record, allot.admitted-at included; the store does not count it, since
+// its seal was made for the old version's submit time, so the gang
+// timeout cannot fire on a stale admitted-at.
+func TestAudit22_RevertedRecordDoesNotCount(t *testing.T) {
+	f := newFixture(t, true)
+	old := gpuJob("rev", 1, false, "")
+	sealedAt := time.Now().Add(-3 * time.Hour)
+	must.NoError(t, f.sealer.Admit(old, jobmeta.Record{}, jobmeta.Stamp{Now: sealedAt}))
+	reverted := time.Now().UnixNano() // Nomad's submit time of the reverted version
+	old.SubmitTime = &reverted
+	f.store.UpsertJob(old)
+	j, ok := f.store.Job("ml", "rev")
+	must.True(t, ok)
+	must.Eq(t, engine.Direct, j.State)
+	must.True(t, j.AdmittedAt.IsZero(), must.Sprint("the stale admitted-at is not read"))
+}
+
+// Nomad reads the token from the headers, else from the body (SecretID in
+// api types, AuthToken in its structs); so does the capability check.
+func TestTokenReadAsNomadReadsIt(t *testing.T) {
+	cases := map[string]struct {
+		path, body, header string
+		status             int
+	}{
+		"register, body SecretID":        {"/v1/jobs", `{"SecretID":"caller-secret","Job":` + job("x", "ml", "", gpus("1")) + `}`, "", 200},
+		"register, header wins":          {"/v1/jobs", `{"SecretID":"caller-secret","Job":` + job("x", "ml", "", gpus("1")) + `}`, "other", 403},
+		"dispatch, body AuthToken":       {"/v1/job/param/dispatch?namespace=ml", `{"AuthToken":"caller-secret"}`, "", 200},
+		"scale ignores the body's token": {"/v1/job/running/scale?namespace=ml", `{"SecretID":"caller-secret","Count":1,"Target":{"Group":"g"}}`, "", 403},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, true)
+			f.stored(t, paramJob(1))
+			req, _ := http.NewRequest("PUT", f.srv.URL+tc.path, strings.NewReader(tc.body))
+			if tc.header != "" {
+				req.Header.Set("X-Nomad-Token", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			must.NoError(t, err)
+			resp.Body.Close()
+			must.Eq(t, tc.status, resp.StatusCode)
+		})
+	}
+}
+
+// PUT /v1/job/ (an empty ID) is a register for Nomad: it is admitted too.
+func TestEmptyPathIDIsARegister(t *testing.T) {
+	f := newFixture(t, true)
+	status, out := put(t, f.srv.URL+"/v1/job/", `{"Job":`+job("big", "ml", "", gpus("8"))+`}`)
+	must.Eq(t, 200, status)
+	must.StrContains(t, out["Warnings"].(string), "allot: job ml/big is QUEUED")
+}
