@@ -31,6 +31,9 @@ type Options struct {
 	// StartTimeout bounds start-up: leader election and every client ready.
 	// Default 2 minutes.
 	StartTimeout time.Duration
+	// ACL starts every agent with acl { enabled = true } and bootstraps a
+	// management token, which API carries (see acl.go).
+	ACL bool
 }
 
 // ClientSpec describes one client agent.
@@ -67,6 +70,8 @@ type Cluster struct {
 
 	t       testing.TB
 	pluginD string
+	aclOn   bool
+	mgmt    *api.ACLToken
 }
 
 // Client is one client agent with the node it registered.
@@ -96,7 +101,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
-	c := &Cluster{t: t, Dir: dir, pluginD: filepath.Join(dir, "plugins")}
+	c := &Cluster{t: t, Dir: dir, pluginD: filepath.Join(dir, "plugins"), aclOn: opts.ACL}
 	t.Cleanup(c.teardown)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
@@ -111,6 +116,9 @@ func (c *Cluster) start(ctx context.Context, nomadBin string, opts Options) erro
 		return err
 	}
 	if err := c.startServer(ctx, nomadBin); err != nil {
+		return err
+	}
+	if err := c.bootstrapACL(ctx); err != nil {
 		return err
 	}
 	for i, spec := range opts.Clients {
@@ -135,7 +143,8 @@ func (c *Cluster) startServer(ctx context.Context, nomadBin string) error {
 		return err
 	}
 	dir := filepath.Join(c.Dir, "server")
-	agent, err := nomadagent.New(nomadBin, dir, nomadagent.Config{Name: "server", Server: true, Ports: ports})
+	agent, err := nomadagent.New(nomadBin, dir, nomadagent.Config{Name: "server", Server: true, Ports: ports,
+		Extra: c.agentExtra()})
 	if err != nil {
 		return err
 	}
@@ -170,6 +179,7 @@ func (c *Cluster) startClient(ctx context.Context, nomadBin string, spec ClientS
 		RawExec:        true,
 		Plugins:        spec.PluginConfig,
 		ChrootEnv:      spec.ChrootEnv,
+		Extra:          c.agentExtra(),
 	})
 	if err != nil {
 		return err
