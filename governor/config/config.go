@@ -43,6 +43,11 @@ type Config struct {
 	BackoffCap  time.Duration
 	// DisablePreemption turns reclaim and within-tenant preemption off.
 	DisablePreemption bool
+	// SystemJobs says what happens to system and sysbatch jobs in governed
+	// namespaces: SystemJobsRefuse (default) holds them with a reason and
+	// the proxy refuses them; SystemJobsGovern admits them like any job,
+	// counted per eligible node.
+	SystemJobs string
 	// CycleInterval is the period of the reconcile cycle when no event
 	// triggers one earlier.
 	CycleInterval time.Duration
@@ -58,6 +63,8 @@ type Config struct {
 	Limits Limits
 	// Auth configures caller authentication and the metrics scrape token.
 	Auth Auth
+	// Admission configures the admission seal's key (admission.go).
+	Admission Admission
 }
 
 // Nomad is how the governor reaches Nomad.
@@ -73,6 +80,12 @@ type Nomad struct {
 	// (its tls.verify_https_client); nil means "when ClientCert is set".
 	VerifyHTTPSClient *bool
 }
+
+// Values of Config.SystemJobs.
+const (
+	SystemJobsRefuse = "refuse"
+	SystemJobsGovern = "govern"
+)
 
 // Class is one priority class.
 type Class struct {
@@ -102,6 +115,7 @@ func Default() Config {
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
+		SystemJobs:        SystemJobsRefuse,
 		CycleInterval:     5 * time.Second,
 		ResyncBackoffMax:  30 * time.Second,
 		HTTP:              defaultHTTP(),
@@ -160,6 +174,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
 		}
+	}
+	if c.SystemJobs != SystemJobsRefuse && c.SystemJobs != SystemJobsGovern {
+		errs = append(errs, fmt.Errorf("system_jobs %q: must be %q or %q", c.SystemJobs, SystemJobsRefuse, SystemJobsGovern))
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

@@ -21,6 +21,7 @@ type fileConfig struct {
 	BackoffBase       *string      `hcl:"backoff_base"`
 	BackoffCap        *string      `hcl:"backoff_cap"`
 	DisablePreemption *bool        `hcl:"disable_preemption"`
+	SystemJobs        *string      `hcl:"system_jobs"`
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
@@ -28,6 +29,8 @@ type fileConfig struct {
 	HTTP              *fileHTTP    `hcl:"http,block"`
 	Limits            *fileLimits  `hcl:"limits,block"`
 	Auth              *fileAuth    `hcl:"auth,block"`
+	AdmissionKeyFile  *string      `hcl:"admission_key_file"`
+	AdmissionKeyNS    *string      `hcl:"admission_key_namespace"`
 }
 
 type fileNomad struct {
@@ -68,6 +71,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	var errs []error
 	setStr(&c.Listen, f.Listen)
 	setStr(&c.LogLevel, f.LogLevel)
+	setStr(&c.SystemJobs, f.SystemJobs)
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug
 	}
@@ -108,6 +112,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		}
 	}
 	errs = append(errs, c.applySecurity(f)...)
+	errs = append(errs, c.applyAdmission(fileAdmission{KeyFile: f.AdmissionKeyFile, KeyNamespace: f.AdmissionKeyNS})...)
 	for _, fc := range f.Classes {
 		cl := Class{Priority: fc.Priority, Preemptible: true}
 		if fc.Preemptible != nil {
