@@ -330,7 +330,8 @@ func TestAudit23_DispatchMetaCannotCarryGovernorKeys(t *testing.T) {
 	must.StrContains(t, out["raw"].(string), `dispatch meta key "allot.state" belongs to the governor`)
 	status, out = put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{"Meta":{"allot.class":"production"}}`)
 	must.Eq(t, 400, status, must.Sprint(out))
-	must.StrContains(t, out["raw"].(string), `class "production" may not be used by tenant ml`)
+	must.StrContains(t, out["raw"].(string), `a dispatch cannot change the class ("production")`)
+	must.Nil(t, f.nomad.body("PUT /v1/job/param/dispatch"))
 }
 
 // Read-only fields a caller sets (Status "dead", Dispatched, indexes) are

@@ -53,11 +53,7 @@ func (p *Proxy) dispatch(w http.ResponseWriter, r *http.Request, parentID string
 	if !p.governed(t.Namespace) {
 		return p.passOn(w, r, body)
 	}
-	for k := range req.Meta {
-		if jobmeta.Owned(k) {
-			return badRequest(fmt.Sprintf("dispatch meta key %q belongs to the governor", k))
-		}
-	}
+
 	parent, err := p.storedJob(r, t.Namespace, parentID)
 	if err == errNotFound {
 		return p.passOn(w, r, body) // Nomad answers
@@ -68,6 +64,9 @@ func (p *Proxy) dispatch(w http.ResponseWriter, r *http.Request, parentID string
 	if !parent.IsParameterized() {
 		return p.passOn(w, r, body) // Nomad refuses it
 	}
+	if err := dispatchMeta(req.Meta, parent.Meta); err != nil {
+		return err
+	}
 	child := childOf(parent, req.Meta)
 	if _, _, err := p.classOf(t.Namespace, child.Meta); err != nil {
 		return err
@@ -77,6 +76,21 @@ func (p *Proxy) dispatch(w http.ResponseWriter, r *http.Request, parentID string
 	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("dispatching %s/%s", t.Namespace, parentID),
 		why: " (Nomad cannot hold a dispatched job)", cand: cand, body: unchanged(first),
 		done: func(_ reconcile.Verdict, data []byte) []byte { p.rememberChild(child, data); return data }})
+}
+
+// dispatchMeta refuses dispatch meta the child must not carry: a
+// governor-owned key, or a class other than the parent's (the child runs
+// at the parent's Priority, which the parent's class set).
+func dispatchMeta(meta, parent map[string]string) error {
+	for k, v := range meta {
+		switch {
+		case jobmeta.Owned(k):
+			return badRequest(fmt.Sprintf("dispatch meta key %q belongs to the governor", k))
+		case k == jobmeta.Class && v != parent[jobmeta.Class]:
+			return badRequest(fmt.Sprintf("a dispatch cannot change the class (%q): the child runs at its parent's priority; register a parent of that class", v))
+		}
+	}
+	return nil
 }
 
 // childOf is the child Nomad's Job.Dispatch creates from parent: the
