@@ -110,7 +110,7 @@ func newPreemptEnv(t testing.TB) *preemptEnv {
 			PluginConfig: map[string]string{
 				"nomad-device-accel": fmt.Sprintf("inventory_file = %q", p),
 				// One checkpoint root for both clients: shared storage.
-				"nomad-driver-ckpt": fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"", root),
+				"nomad-driver-ckpt": fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\n%s", root, testcluster.CkptUnisolated),
 			},
 			Ready: testcluster.HasDevices("nvidia/gpu/H200", 4)})
 	}

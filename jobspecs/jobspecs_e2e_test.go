@@ -169,7 +169,7 @@ func devCluster(t *testing.T) *testcluster.Cluster {
 	node := func(name string) testcluster.ClientSpec {
 		return testcluster.ClientSpec{Name: name, PluginConfig: map[string]string{
 			"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv),
-			"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"", ckpt),
+			"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\n%s", ckpt, testcluster.CkptUnisolated),
 		}, Ready: testcluster.AllReady(testcluster.HasDevices("nvidia/gpu/H200", 8), testcluster.HasDevices("huawei/npu", 8))}
 	}
 	return testcluster.New(t, testcluster.Options{

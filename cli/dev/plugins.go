@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 )
@@ -39,13 +40,20 @@ func deviceConfig(opts Options) (string, error) {
 }
 
 // driverConfig keeps checkpoints under the dev dir, outside the agent's
-// data dir, so they survive allocations as on a real shared volume.
+// data dir, so they survive allocations as on a real shared volume. The
+// dev node's GPUs are simulated (no device nodes) and it serves one person,
+// so tasks run without isolation, as whoever runs the dev node.
 func driverConfig(opts Options) (string, error) {
 	root := filepath.Join(opts.Dir, "checkpoints")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("creating checkpoint root: %w", err)
 	}
-	return fmt.Sprintf("checkpoint_root = %q", root), nil
+	me, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("dev node user: %w", err)
+	}
+	return fmt.Sprintf("checkpoint_root = %q\nisolation       = \"none\"\ndefault_user    = %q\nallow_root      = %t",
+		root, me.Username, me.Uid == "0"), nil
 }
 
 // preparePlugins copies the plugins found in the bin dir into the agent's

@@ -40,7 +40,7 @@ func newEnv(t *testing.T) *env {
 		Plugins: []string{"nomad-device-accel", "nomad-driver-ckpt"},
 		Clients: []testcluster.ClientSpec{{Name: "gpu-1", PluginConfig: map[string]string{
 			"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv),
-			"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q", t.TempDir()),
+			"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q\n%s", t.TempDir(), testcluster.CkptUnisolated),
 		}, Ready: testcluster.HasDevices("nvidia/gpu/H200", 8)}},
 	})
 	for _, ns := range []string{"ml-research", "ml-serving", "broken"} {
