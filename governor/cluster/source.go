@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // Source is where the watcher reads the cluster from.
@@ -85,8 +87,52 @@ func (n *NomadSource) listJobs(ctx context.Context, in *Initial) error {
 			return fmt.Errorf("reading job %s/%s: %w", st.Namespace, st.ID, err)
 		}
 		in.Jobs = append(in.Jobs, job)
+		if err := n.readDeregister(ctx, in, job); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// readDeregister records, for a job that looks held, its latest
+// job-deregister evaluation: a user's `nomad job stop` while the governor
+// was not following the event stream (audit #21). Nomad 1.6.1 gives the
+// stop's evaluation the JobModifyIndex of the stopped job (fsm
+// applyDeregisterJob), so a deregister at or above the job's index is a
+// stop of the version the listing holds. Nomad garbage-collects
+// evaluations (eval_gc_threshold, 1h by default): a stop older than that
+// while the governor was down is not seen.
+func (n *NomadSource) readDeregister(ctx context.Context, in *Initial, job *api.Job) error {
+	if job.Stop == nil || !*job.Stop || job.Meta[jobmeta.State] != jobmeta.StateQueued {
+		return nil
+	}
+	ns := str(job.Namespace, api.DefaultNamespace)
+	evals, _, err := n.Client.Jobs().Evaluations(*job.ID, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading evaluations of job %s/%s: %w", ns, *job.ID, err)
+	}
+	if idx := latestDeregister(evals); idx > 0 {
+		if in.Deregs == nil {
+			in.Deregs = map[string]uint64{}
+		}
+		in.Deregs[ns+"/"+*job.ID] = idx
+	}
+	return nil
+}
+
+// latestDeregister is the highest JobModifyIndex of the job-deregister
+// evaluations in evals; 0 when there is none.
+func latestDeregister(evals []*api.Evaluation) uint64 {
+	var idx uint64
+	for _, ev := range evals {
+		if ev.TriggeredBy == "job-deregister" && ev.JobModifyIndex > idx {
+			idx = ev.JobModifyIndex
+		}
+	}
+	return idx
 }
 
 // Events opens the event stream after index.

@@ -23,6 +23,10 @@ type Initial struct {
 	Nodes  []*api.Node
 	Allocs []*api.Allocation
 	Jobs   []*api.Job
+	// Deregs holds, by "ns/id", the index of the latest job-deregister
+	// evaluation of held jobs: a user's stop the event stream did not
+	// deliver (the governor was down).
+	Deregs map[string]uint64 `json:",omitempty"`
 }
 
 // Store is the snapshot of the cluster. It never mutates what it handed
@@ -47,6 +51,12 @@ type Store struct {
 	changed chan struct{}
 	// sealer verifies the governor records of stored jobs (UseSealer).
 	sealer *jobmeta.Sealer
+	// reserved holds the proxy's reservations, deadAt when finished jobs
+	// were first seen finished, prunedAt the last sweep (prune.go).
+	reserved map[string]reservation
+	deadAt   map[string]time.Time
+	prunedAt time.Time
+	clock    func() time.Time
 }
 
 // UseSealer makes the store trust a job's governor record only when
@@ -69,7 +79,7 @@ func NewStore(book *quota.Book, governs func(string) bool) *Store {
 	}
 	return &Store{nodes: map[string]*engine.Node{}, allocs: map[string]*engine.Alloc{}, jobs: map[string]*engine.Job{},
 		meta: map[string]map[string]string{}, ckpt: map[string]time.Time{}, verify: map[string]bool{}, deregAt: map[string]uint64{}, book: book, governs: governs,
-		changed: make(chan struct{}, 1)}
+		changed: make(chan struct{}, 1), reserved: map[string]reservation{}, deadAt: map[string]time.Time{}, clock: time.Now}
 }
 
 // Changed is signalled (coalesced) after every change.
@@ -83,20 +93,30 @@ func (s *Store) notify() {
 }
 
 // Reset replaces the whole content (but not namespaces) with a listing.
+// The proxy's reservations Nomad has not confirmed yet stay (audit #24),
+// and held jobs the listing found stopped by their users (Initial.Deregs)
+// are marked so (#21).
 func (s *Store) Reset(in *Initial) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodes, s.allocs, s.jobs = map[string]*engine.Node{}, map[string]*engine.Alloc{}, map[string]*engine.Job{}
-	s.ckpt = map[string]time.Time{}
+	s.ckpt, s.deadAt = map[string]time.Time{}, map[string]time.Time{}
 	for _, n := range in.Nodes {
 		s.nodes[n.ID] = ConvertNode(n)
 	}
 	for _, a := range in.Allocs {
 		s.putAlloc(a)
 	}
+	for key, idx := range in.Deregs {
+		if idx > s.deregAt[key] {
+			s.deregAt[key] = idx
+		}
+	}
 	for _, j := range in.Jobs {
 		s.putJob(j, true)
 	}
+	s.restoreReservations()
+	s.prune(s.clock())
 	s.index, s.synced = in.Index, true
 	s.gen++
 	s.notify()
@@ -143,10 +163,19 @@ func (s *Store) putAlloc(a *api.Allocation) {
 // putJob stores a job unless the store holds a newer version of it (force
 // ignores versions, for full listings).
 func (s *Store) putJob(j *api.Job, force bool) {
-	c := ConvertStored(j, s.sealer)
-	if old, ok := s.jobs[c.Key()]; ok && !force && old.Version > c.Version {
+	s.putConverted(ConvertStored(j, s.sealer), force)
+}
+
+// putConverted stores converted job c (see putJob). It does not replace
+// a reservation of the proxy with the version that reservation replaces.
+func (s *Store) putConverted(c *engine.Job, force bool) {
+	if old, ok := s.jobs[c.Key()]; ok && !force && old.Version > c.Version || s.keepReserved(c) {
 		return
 	}
+	if s.deregAt[c.Key()] < c.Version {
+		delete(s.deregAt, c.Key()) // only a deregister at or above the version matters
+	}
+	s.trackDead(c)
 	c.StoppedByUser = c.State == engine.Queued && s.deregAt[c.Key()] >= c.Version
 	if old := s.jobs[c.Key()]; c.State != engine.Queued || (old != nil && old.State != engine.Queued) {
 		s.gen++
@@ -184,10 +213,16 @@ func (s *Store) deregistered(key string, idx uint64) {
 
 // UpsertJob records a job the governor itself just wrote, so the next
 // cycle sees it before its event arrives. Older versions never replace
-// newer ones.
+// newer ones. A job just registered to run is not dead, whatever status
+// the written body carried (audit #24: a caller-set Status "dead" would
+// make it reserve nothing until its event arrives).
 func (s *Store) UpsertJob(j *api.Job) {
 	s.mu.Lock()
-	s.putJob(j, false)
+	c := ConvertStored(j, s.sealer)
+	if c.State != engine.Queued && c.State != engine.Stopped {
+		c.Dead = false
+	}
+	s.putConverted(c, false)
 	s.mu.Unlock()
 	s.notify()
 }
@@ -196,8 +231,8 @@ func (s *Store) UpsertJob(j *api.Job) {
 // the proxy makes before Nomad has the job) and returns what it replaced.
 func (s *Store) PutEngineJob(j *engine.Job) *engine.Job {
 	s.mu.Lock()
-	prev := s.jobs[j.Key()]
-	s.jobs[j.Key()] = j
+	_, prev := s.reserve(j)
+	s.maybePrune()
 	s.gen++
 	s.mu.Unlock()
 	s.notify()
@@ -208,6 +243,7 @@ func (s *Store) PutEngineJob(j *engine.Job) *engine.Job {
 // job when prev is nil), unless the job changed since.
 func (s *Store) RestoreEngineJob(key string, prev *engine.Job) {
 	s.mu.Lock()
+	delete(s.reserved, key)
 	if prev == nil {
 		delete(s.jobs, key)
 	} else {
@@ -218,10 +254,10 @@ func (s *Store) RestoreEngineJob(key string, prev *engine.Job) {
 	s.notify()
 }
 
-// DeleteJob forgets job ns/id (it was purged).
+// DeleteJob forgets job ns/id (it was purged) and its allocations.
 func (s *Store) DeleteJob(ns, id string) {
 	s.mu.Lock()
-	delete(s.jobs, ns+"/"+id)
+	s.forget(ns + "/" + id)
 	s.gen++
 	s.mu.Unlock()
 	s.notify()

@@ -238,7 +238,9 @@ func TestAudit12_UpdateToBiggerAllocIsFree(t *testing.T) {
 	grow := alloc("ml", "grow", "g", "n1", 100, 128, map[string]int{h200: 2})
 	other := alloc("ml", "other", "g", "n2", 100, 128, map[string]int{h200: 4})
 	otherJob := mkJob("ml", "other").State(Admitted).Pool("gpu").Device("nvidia/gpu", 4).Build()
-	base := func() *Base { return Prepare(testConfig(), snap([]*Tenant{ml()}, nodes, []*Alloc{grow, other}, otherJob)) }
+	base := func() *Base {
+		return Prepare(testConfig(), snap([]*Tenant{ml()}, nodes, []*Alloc{grow, other}, otherJob))
+	}
 	update := func(gpus int) *Job { return mkJob("ml", "grow").Pool("gpu").Device("nvidia/gpu", gpus).Build() }
 
 	t.Run("1x2 to 1x8 GPUs is weighed by the 8 it runs, not 0", func(t *testing.T) {
