@@ -34,6 +34,7 @@ func BenchmarkRegister(b *testing.B) {
 		must.NoError(b, err)
 		req, err := http.NewRequest("PUT", f.srv.URL+"/v1/jobs", strings.NewReader(string(body)))
 		must.NoError(b, err)
+		req.Header.Set("X-Nomad-Token", "caller-secret")
 		resp, err := client.Do(req)
 		must.NoError(b, err)
 		resp.Body.Close()
