@@ -91,6 +91,16 @@ type Job struct {
 // Key returns "namespace/id".
 func (j *Job) Key() string { return j.Namespace + "/" + j.ID }
 
+// Running tells whether j runs under Nomad now (admitted or direct, not
+// finished); false for nil. An update of a running job that is not
+// admitted must be refused, never registered held: a hold stops the
+// version that runs (Base.Decide weighs the update by what it adds on
+// top of what it keeps; Verdict.Replaces counts the allocations whose
+// shape it changes).
+func (j *Job) Running() bool {
+	return j != nil && (j.State == Admitted || j.State == Direct) && !j.Dead
+}
+
 // Group is one task group: Count allocations of the summed task resources.
 type Group struct {
 	Name     string

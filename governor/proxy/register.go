@@ -142,9 +142,13 @@ func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *s
 	}
 	a := admission{ns: ns, what: fmt.Sprintf("registering %s/%s", ns, *j.ID), cand: cand, keep: true, body: mark(false),
 		done: func(v reconcile.Verdict, data []byte) []byte { return p.remember(j, v, data) }}
-	if jobmeta.NeedsSubmitterToken(j) {
+	switch {
+	case prev.Running():
+		// Holding an update stops the version that runs: refuse it instead.
+		a.why = " (the job runs now; an update that is not admitted is refused rather than held, which would stop it)"
+	case jobmeta.NeedsSubmitterToken(j):
 		a.why = " (the job needs its submitter's Vault or Consul token, which Nomad does not keep, so the governor cannot hold it)"
-	} else {
+	default:
 		a.hold = mark(true)
 	}
 	return p.admitAndForward(w, r, a)
