@@ -113,7 +113,7 @@ func waitReady(b *testing.B, h *dtestutil.DriverHarness, cfg *drivers.TaskConfig
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := ReadLatest(dir); err == nil {
+		if _, err := ReadLatest(dir, ownerUID(dir)); err == nil {
 			return
 		}
 		select {

@@ -7,12 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Task environment variables set by the driver.
@@ -41,23 +42,29 @@ type Location struct {
 // Components are escaped so "/" cannot add levels, and "", "." and ".."
 // are refused, so the result always lies strictly inside root.
 func (l Location) Dir(root string) (string, error) {
+	names, err := l.components()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(append([]string{filepath.Clean(root)}, names...)...), nil
+}
+
+// components returns the escaped directory names below the root, from the
+// namespace down to the task.
+func (l Location) components() ([]string, error) {
 	parts := []struct{ what, v string }{
 		{"namespace", l.Namespace}, {"job", l.Job}, {"group", l.Group},
 		{"alloc index", l.AllocIndex}, {"task", l.Task},
 	}
-	path := filepath.Clean(root)
+	names := make([]string, 0, len(parts))
 	for _, p := range parts {
 		c, err := escapeComponent(p.v)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", p.what, err)
+			return nil, fmt.Errorf("%s: %w", p.what, err)
 		}
-		path = filepath.Join(path, c)
+		names = append(names, c)
 	}
-	rel, err := filepath.Rel(filepath.Clean(root), path)
-	if err != nil || strings.HasPrefix(rel, "..") || rel == "." {
-		return "", fmt.Errorf("%w: %q escapes %q", ErrBadName, path, root)
-	}
-	return path, nil
+	return names, nil
 }
 
 // escapeComponent makes one name safe as a single path component.
@@ -67,49 +74,6 @@ func escapeComponent(v string) (string, error) {
 	}
 	r := strings.NewReplacer("%", "%25", "/", "%2F", "\\", "%5C")
 	return r.Replace(v), nil
-}
-
-// prepareDir creates dir with owner-only permissions for the task's user
-// (the plugin's own user when username is empty). Parents are created
-// traversable but not listable (0711), so tenants cannot list each other's
-// jobs.
-func prepareDir(dir, username string) error {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
-		return fmt.Errorf("creating checkpoint parents of %s: %w", dir, err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("creating checkpoint dir %s: %w", dir, err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("restricting checkpoint dir %s: %w", dir, err)
-	}
-	if username == "" {
-		return nil
-	}
-	uid, gid, err := lookupIDs(username)
-	if err != nil {
-		return err
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		return fmt.Errorf("giving checkpoint dir %s to user %s: %w", dir, username, err)
-	}
-	return nil
-}
-
-func lookupIDs(username string) (int, int, error) {
-	u, err := user.Lookup(username)
-	if err != nil {
-		return 0, 0, fmt.Errorf("looking up task user %q: %w", username, err)
-	}
-	uid, err := strconv.Atoi(u.Uid)
-	if err != nil {
-		return 0, 0, fmt.Errorf("uid of %q: %w", username, err)
-	}
-	gid, err := strconv.Atoi(u.Gid)
-	if err != nil {
-		return 0, 0, fmt.Errorf("gid of %q: %w", username, err)
-	}
-	return uid, gid, nil
 }
 
 // Latest is what a LATEST file says, with when it was written.
@@ -139,15 +103,14 @@ const maxLatestSize = 4096
 // ReadLatest reads dir/LATEST. It returns fs.ErrNotExist (wrapped) when
 // there is none yet, and an error for an empty or malformed file. LATEST is
 // written by the task's user but read by the driver (usually root), so it
-// must be a regular file and is opened without following symlinks: a link
-// to /etc/shadow must not end up in task events.
-func ReadLatest(dir string) (Latest, error) {
+// is opened without following a symlink, and refused unless it is a
+// regular file with a single link owned by owner (the task user's uid): a
+// symlink or hard link to /etc/shadow, or a file another tenant's task
+// wrote, must not end up in task events or in ALLOT_RESUME_FROM.
+func ReadLatest(dir string, owner int) (Latest, error) {
 	p := filepath.Join(dir, LatestFile)
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openLatest(dir)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return Latest{}, fmt.Errorf("reading %s: %w: it is a symlink", p, ErrNotRegular)
-		}
 		return Latest{}, fmt.Errorf("reading %s: %w", p, err)
 	}
 	defer f.Close()
@@ -155,8 +118,8 @@ func ReadLatest(dir string) (Latest, error) {
 	if err != nil {
 		return Latest{}, fmt.Errorf("reading %s: %w", p, err)
 	}
-	if !info.Mode().IsRegular() {
-		return Latest{}, fmt.Errorf("reading %s: %w", p, ErrNotRegular)
+	if err := trustLatest(info, owner); err != nil {
+		return Latest{}, fmt.Errorf("reading %s: %w", p, err)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxLatestSize+1))
 	if err != nil {
@@ -173,8 +136,52 @@ func ReadLatest(dir string) (Latest, error) {
 	return l, nil
 }
 
+// openLatest opens dir/LATEST without following a symlink, either for dir
+// (the task's own directory) or for LATEST, and without blocking on a FIFO.
+func openLatest(dir string) (*os.File, error) {
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			return nil, fmt.Errorf("checkpoint dir %w", ErrNotADir)
+		}
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat(dfd, LatestFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%w: it is a symlink", ErrNotRegular)
+		}
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, LatestFile)), nil
+}
+
+// trustLatest refuses a LATEST that is not a regular file, has other
+// links, or belongs to anybody but owner.
+func trustLatest(info fs.FileInfo, owner int) error {
+	if !info.Mode().IsRegular() {
+		return ErrNotRegular
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%w: no owner information", ErrUntrustedLatest)
+	}
+	if st.Nlink != 1 {
+		return fmt.Errorf("%w: it has %d hard links", ErrUntrustedLatest, st.Nlink)
+	}
+	if int(st.Uid) != owner {
+		return fmt.Errorf("%w: it belongs to uid %d, not the task user's uid %d", ErrUntrustedLatest, st.Uid, owner)
+	}
+	return nil
+}
+
 // ErrNotRegular is returned when LATEST is not a regular file.
 var ErrNotRegular = errors.New("LATEST is not a regular file")
+
+// ErrUntrustedLatest is returned when LATEST is hard-linked or is not the
+// task user's.
+var ErrUntrustedLatest = errors.New("LATEST is not the task's own file")
 
 // parseLatest parses LATEST: first line the checkpoint path, optional
 // second line the step.

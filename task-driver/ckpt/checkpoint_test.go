@@ -53,21 +53,6 @@ func TestLocationDir(t *testing.T) {
 	}
 }
 
-func TestPrepareDirOwnerOnly(t *testing.T) {
-	root := t.TempDir()
-	dir, err := loc().Dir(root)
-	must.NoError(t, err)
-	must.NoError(t, prepareDir(dir, ""))
-	info, err := os.Stat(dir)
-	must.NoError(t, err)
-	must.Eq(t, fs.FileMode(0o700), info.Mode().Perm())
-	parent, err := os.Stat(filepath.Dir(dir))
-	must.NoError(t, err)
-	must.Eq(t, fs.FileMode(0o711), parent.Mode().Perm())
-	must.NoError(t, prepareDir(dir, ""), must.Sprint("preparing an existing dir again"))
-	must.Error(t, prepareDir(dir, "no-such-user-allot"))
-}
-
 func TestParseLatest(t *testing.T) {
 	cases := map[string]struct {
 		data     string
@@ -98,7 +83,7 @@ func TestParseLatest(t *testing.T) {
 }
 
 func TestReadLatestMissing(t *testing.T) {
-	_, err := ReadLatest(t.TempDir())
+	_, err := ReadLatest(t.TempDir(), os.Geteuid())
 	must.True(t, errors.Is(err, fs.ErrNotExist))
 }
 
@@ -166,7 +151,7 @@ func TestReadLatestRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			setup(t, dir)
-			l, err := ReadLatest(dir)
+			l, err := ReadLatest(dir, os.Geteuid())
 			must.Error(t, err)
 			must.StrNotContains(t, l.Path, "root")
 		})
@@ -176,7 +161,7 @@ func TestReadLatestRefusesWhatIsNotARegularFile(t *testing.T) {
 func TestReadLatestRegular(t *testing.T) {
 	dir := t.TempDir()
 	must.NoError(t, os.WriteFile(filepath.Join(dir, LatestFile), []byte("ck-3\n3\n"), 0o600))
-	l, err := ReadLatest(dir)
+	l, err := ReadLatest(dir, os.Geteuid())
 	must.NoError(t, err)
 	must.Eq(t, filepath.Join(dir, "ck-3"), l.Path)
 	must.Eq(t, int64(3), l.Step)

@@ -90,7 +90,9 @@ func (d *Driver) ConfigSchema() (*hclspec.Spec, error) { return configSpec, nil 
 func (d *Driver) TaskConfigSchema() (*hclspec.Spec, error) { return taskConfigSpec, nil }
 
 // Capabilities reports what the driver supports.
-func (d *Driver) Capabilities() (*drivers.Capabilities, error) { return capabilitiesFor(d.settings), nil }
+func (d *Driver) Capabilities() (*drivers.Capabilities, error) {
+	return capabilitiesFor(d.settings), nil
+}
 
 // SetConfig decodes and validates the plugin config; a bad config is an
 // error that names every problem.
@@ -249,8 +251,10 @@ func (d *Driver) DestroyTask(taskID string, force bool) error {
 	}
 	h.cancelWatch()
 	if !h.pluginClient.Exited() {
-		if err := h.exec.Shutdown("", 0); err != nil {
-			h.logger.Error("destroying executor failed", "error", err)
+		if h.executorShutdownSafe() { // not when its pid was recycled (recover.go)
+			if err := h.exec.Shutdown("", 0); err != nil {
+				h.logger.Error("destroying executor failed", "error", err)
+			}
 		}
 		h.pluginClient.Kill()
 	}

@@ -43,6 +43,12 @@ func (d *Driver) enforceLimits(h *taskHandle, cfg *drivers.TaskConfig) {
 	}
 	reason := d.limitsUnsupported()
 	if reason == "" {
+		// Never move a process that is not shown to be the task's (audit #28).
+		if err := h.guard.check(); err != nil {
+			reason = err.Error()
+		}
+	}
+	if reason == "" {
 		lim := d.newLimiter(cfg)
 		h.limiter = lim // kept even after a failure: Remove cleans up a partial Apply
 		err := lim.Apply(h.pid, l)

@@ -32,11 +32,13 @@ func TestEnforceLimits(t *testing.T) {
 		applyErr  error
 		wantEvent string // "" when no event is expected
 		wantApply int
+		pidReused bool // the handle's pid now names another process
 	}{
-		"applied":         {res: withMem, wantApply: 1},
-		"apply fails":     {res: withMem, applyErr: errors.New("writing memory.max: permission denied"), wantEvent: MsgLimitsNotEnforced + "writing memory.max: permission denied", wantApply: 1},
-		"no_cgroups":      {res: withMem, noCgroups: true, wantEvent: MsgLimitsNotEnforced + "no_cgroups is set in the plugin config"},
-		"no limits asked": {res: nil},
+		"applied":               {res: withMem, wantApply: 1},
+		"apply fails":           {res: withMem, applyErr: errors.New("writing memory.max: permission denied"), wantEvent: MsgLimitsNotEnforced + "writing memory.max: permission denied", wantApply: 1},
+		"no_cgroups":            {res: withMem, noCgroups: true, wantEvent: MsgLimitsNotEnforced + "no_cgroups is set in the plugin config"},
+		"no limits asked":       {res: nil},
+		"audit #28: pid reused": {res: withMem, pidReused: true, wantEvent: MsgLimitsNotEnforced + "the pid is not verified to be the task's: pid "},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -48,7 +50,11 @@ func TestEnforceLimits(t *testing.T) {
 			d := &Driver{settings: settings{noCgroups: tc.noCgroups},
 				newLimiter: func(*drivers.TaskConfig) limiter { return fl }}
 			var got []event
-			h := &taskHandle{pid: 7, logger: hclog.NewNullLogger(), emit: func(e event) { got = append(got, e) }}
+			h := &taskHandle{pid: os.Getpid(), logger: hclog.NewNullLogger(), emit: func(e event) { got = append(got, e) }}
+			h.guard = thisProcessGuard(t)
+			if tc.pidReused {
+				h.guard.want.StartTicks++
+			}
 			d.enforceLimits(h, &drivers.TaskConfig{Resources: tc.res})
 			must.Eq(t, tc.wantApply, len(fl.applied))
 			if tc.wantEvent == "" {
@@ -56,7 +62,7 @@ func TestEnforceLimits(t *testing.T) {
 				return
 			}
 			must.SliceLen(t, 1, got)
-			must.Eq(t, tc.wantEvent, got[0].msg)
+			must.StrHasPrefix(t, tc.wantEvent, got[0].msg)
 		})
 	}
 }

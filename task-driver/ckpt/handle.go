@@ -30,6 +30,10 @@ type taskHandle struct {
 	limiter      limiter // nil when limits are not enforced
 	// isolated is set when the task runs in the isolating executor.
 	isolated bool
+	// guard tells whether pid is still the task's process (recover.go).
+	guard pidGuard
+	// ckptUID is the uid LATEST must belong to.
+	ckptUID int
 
 	ckptDir       string
 	signal        syscall.Signal
@@ -102,12 +106,17 @@ func (h *taskHandle) Exited() <-chan struct{} { return h.doneCh }
 // SignalGroup signals the task's whole process group. The executor starts
 // the task with Setpgid, so its pid is also its process group id; a
 // negative pid addresses the group. A task that has exited is never
-// signalled, so a recycled pid cannot be hit.
+// signalled, and a pid whose start time no longer matches the task's (or
+// was never recorded) is only signalled through the executor, so a
+// recycled pid cannot be hit.
 func (h *taskHandle) SignalGroup(sig syscall.Signal) error {
 	select {
 	case <-h.doneCh:
 		return syscall.ESRCH
 	default:
+	}
+	if err := h.guard.check(); err != nil {
+		return h.signalUnverified(sig, err)
 	}
 	if err := syscall.Kill(-h.pid, sig); err != nil {
 		h.logger.Debug("signalling process group failed", "pgid", h.pid, "signal", sig, "error", err)
@@ -117,7 +126,7 @@ func (h *taskHandle) SignalGroup(sig syscall.Signal) error {
 }
 
 // readLatest reads the task's LATEST file.
-func (h *taskHandle) readLatest() (Latest, error) { return ReadLatest(h.ckptDir) }
+func (h *taskHandle) readLatest() (Latest, error) { return ReadLatest(h.ckptDir, h.ckptUID) }
 
 // stop runs the stop protocol, then has the executor clean up whatever is
 // left of the task (its cgroup and stray processes).
@@ -153,7 +162,7 @@ func (h *taskHandle) stop(timeout time.Duration, signal string) error {
 
 // shutdownExecutor kills what is left of the task and waits for run.
 func (h *taskHandle) shutdownExecutor() error {
-	if !h.pluginClient.Exited() {
+	if !h.pluginClient.Exited() && h.executorShutdownSafe() {
 		if err := h.exec.Shutdown("", 0); err != nil && !h.pluginClient.Exited() {
 			h.logger.Warn("executor shutdown failed", "error", err)
 		}

@@ -41,7 +41,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if ev, ok := ts.startWarning(d.settings); ok {
 		emit(ev)
 	}
-	dir, latest, err := d.prepareCheckpoint(cfg, emit)
+	dir, owner, latest, err := d.prepareCheckpoint(cfg, emit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,6 +52,7 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	if err != nil {
 		return nil, nil, err
 	}
+	d.identify(h, owner)
 	d.enforceLimits(h, cfg)
 	handle, err := d.persist(cfg, h)
 	if err != nil {
@@ -67,24 +68,26 @@ func (d *Driver) StartTask(cfg *drivers.TaskConfig) (*drivers.TaskHandle, *drive
 	return handle, nil, nil
 }
 
-// prepareCheckpoint creates the task's checkpoint dir and reads its LATEST.
-// A malformed LATEST is reported as an event and ignored: the task starts
-// from scratch rather than not at all, and the file is left as it is.
-func (d *Driver) prepareCheckpoint(cfg *drivers.TaskConfig, emit func(event)) (string, *Latest, error) {
+// prepareCheckpoint creates the task's checkpoint dir for the task's user
+// (cfg.User) and reads its LATEST. A malformed or untrusted LATEST is
+// reported as an event and ignored: the task starts from scratch rather
+// than not at all, and the file is left as it is.
+func (d *Driver) prepareCheckpoint(cfg *drivers.TaskConfig, emit func(event)) (string, dirOwner, *Latest, error) {
 	if cfg.Env == nil {
 		cfg.Env = map[string]string{}
 	}
 	index := cfg.Env["NOMAD_ALLOC_INDEX"]
 	if _, err := strconv.ParseUint(index, 10, 32); err != nil {
-		return "", nil, fmt.Errorf("task env has no valid NOMAD_ALLOC_INDEX (%q): %w", index, err)
+		return "", dirOwner{}, nil, fmt.Errorf("task env has no valid NOMAD_ALLOC_INDEX (%q): %w", index, err)
+	}
+	owner, err := ownerOf(cfg.User)
+	if err != nil {
+		return "", dirOwner{}, nil, fmt.Errorf("checkpoint dir: %w", err)
 	}
 	loc := Location{Namespace: cfg.Namespace, Job: cfg.JobID, Group: cfg.TaskGroupName, AllocIndex: index, Task: cfg.Name}
-	dir, err := loc.Dir(d.settings.root)
+	dir, err := prepareDir(d.settings.root, loc, owner)
 	if err != nil {
-		return "", nil, fmt.Errorf("checkpoint dir: %w", err)
-	}
-	if err := prepareDir(dir, cfg.User); err != nil {
-		return "", nil, err
+		return "", dirOwner{}, nil, err
 	}
 	// Two allocations of one index can run at once (canaries, rolling
 	// updates of service jobs); they would overwrite each other's LATEST.
@@ -92,15 +95,15 @@ func (d *Driver) prepareCheckpoint(cfg *drivers.TaskConfig, emit func(event)) (s
 		emit(warningEvent("allocation %s on this node is running in the same checkpoint directory %s; "+
 			"both will replace its LATEST", alloc, dir))
 	}
-	l, err := ReadLatest(dir)
+	l, err := ReadLatest(dir, owner.uid)
 	switch {
 	case err == nil:
-		return dir, &l, nil
+		return dir, owner, &l, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return dir, nil, nil
+		return dir, owner, nil, nil
 	default:
 		emit(warningEvent("ignoring unreadable %s, starting without a checkpoint: %v", LatestFile, err))
-		return dir, nil, nil
+		return dir, owner, nil, nil
 	}
 }
 
@@ -151,6 +154,9 @@ func (d *Driver) persist(cfg *drivers.TaskConfig, h *taskHandle) (*drivers.TaskH
 		CheckpointSignal:  h.signalName,
 		CheckpointTimeout: h.ckptTimeout,
 		Isolation:         isolationOf(h),
+		PidStartTicks:     h.guard.want.StartTicks,
+		PidBootID:         h.guard.want.BootID,
+		CheckpointUID:     &h.ckptUID,
 	}
 	if err := handle.SetDriverState(&st); err != nil {
 		return nil, fmt.Errorf("saving ckpt task state: %w", err)
@@ -164,40 +170,6 @@ func (d *Driver) startBackground(h *taskHandle) {
 	h.cancelWatch = cancel
 	go h.run()
 	go h.watch(ctx)
-}
-
-// RecoverTask reattaches to the executor of a task started before the
-// plugin (or the Nomad client) restarted.
-func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
-	if handle == nil || handle.Config == nil {
-		return errors.New("recovering ckpt task: handle or its config is nil")
-	}
-	if _, ok := d.tasks.get(handle.Config.ID); ok {
-		return nil
-	}
-	st, err := decodeState(handle)
-	if err != nil {
-		return fmt.Errorf("recovering task %s: %w", handle.Config.ID, err)
-	}
-	rc, err := pstructs.ReattachConfigToGoPlugin(st.ReattachConfig)
-	if err != nil {
-		return fmt.Errorf("recovering task %s: reattach config: %w", handle.Config.ID, err)
-	}
-	logger := d.logger.With("task_name", st.TaskConfig.Name, "alloc_id", st.TaskConfig.AllocID)
-	exec, client, err := executor.ReattachToExecutor(rc, logger)
-	if err != nil {
-		return fmt.Errorf("recovering task %s: reattaching to executor: %w", handle.Config.ID, err)
-	}
-	name, sig, _ := parseSignal(st.CheckpointSignal)
-	h := d.newHandle(st.TaskConfig, taskSettings{signal: sig, signalName: name, timeout: st.CheckpointTimeout},
-		st.CheckpointDir, d.emitter(st.TaskConfig))
-	h.exec, h.pluginClient, h.pid, h.startedAt = exec, client, st.Pid, st.StartedAt
-	h.isolated = st.Isolation == IsolationChroot
-	d.enforceLimits(h, st.TaskConfig)
-	d.tasks.set(st.TaskConfig.ID, h)
-	d.startBackground(h)
-	d.logger.Info("recovered task", "task_id", st.TaskConfig.ID, "pid", st.Pid, "checkpoint_dir", st.CheckpointDir)
-	return nil
 }
 
 // SignalTask sends a signal to the task's main process, as the executor

@@ -35,6 +35,20 @@ type TaskState struct {
 	// Isolation is the isolation mode the task was started with; empty
 	// in states written before it existed, which ran without isolation.
 	Isolation string
+	// PidStartTicks and PidBootID identify the process Pid named at start
+	// (see procIdentity); RecoverTask touches Pid only while they still
+	// match. States written before they existed leave them zero, and such
+	// a pid is never moved into cgroups nor signalled as a group.
+	PidStartTicks uint64
+	PidBootID     string
+	// CheckpointUID is the uid LATEST must belong to; nil in states written
+	// before it existed (the task's user is looked up again).
+	CheckpointUID *int
+}
+
+// identity is the recorded identity of Pid (zero when none was recorded).
+func (st *TaskState) identity() procIdentity {
+	return procIdentity{StartTicks: st.PidStartTicks, BootID: st.PidBootID}
 }
 
 // ErrStateVersion is returned when a handle holds state of another version.
