@@ -162,7 +162,8 @@ func (a *Agent) waitHTTP(ctx context.Context, done chan struct{}, logOffset int6
 			resp, err := client.Get(url)
 			if err == nil {
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
+				// 403: the API is up, with ACLs on (the probe has no token).
+				if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusForbidden {
 					return nil
 				}
 			}
