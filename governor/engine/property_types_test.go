@@ -41,7 +41,7 @@ func typedSnapshot(r *rand.Rand) *Snapshot {
 			jb.Device("gpu", 1)
 			jb.j.System = true
 		} else {
-			jb.Count(1 + r.Intn(2)).Device("gpu", 1+r.Intn(3))
+			jb.Count(1+r.Intn(2)).Device("gpu", 1+r.Intn(3))
 		}
 		jobs = append(jobs, jb.Build())
 	}
