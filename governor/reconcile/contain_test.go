@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/quota"
@@ -152,4 +154,38 @@ func TestAudit8_ForgedQueueMetaEarnsNoPlace(t *testing.T) {
 	must.True(t, j.QueuedAt.IsZero())
 	must.Eq(t, "", j.PreemptedBy)
 	must.Eq(t, 0, j.Requeues)
+}
+
+// TestAudit22_GangTimeoutMeasuresOnlySealedAdmissions: Nomad's revert
+// brings back an old version's allot.admitted-at (hours ago) with a new
+// SubmitTime. Its allocations still pending, the job is not requeued by
+// the gang timeout: the record is stale, so the job is direct. The control
+// job, sealed by a genuine admission hours ago, is.
+func TestAudit22_GangTimeoutMeasuresOnlySealedAdmissions(t *testing.T) {
+	longAgo := testNow().Add(-3 * time.Hour)
+	admitted := func(id string, storedAt time.Time) *api.Job {
+		j := gpuJob(id, 1, false)
+		must.NoError(t, testSealer.Admit(j, jobmeta.Record{}, jobmeta.Stamp{Now: longAgo}))
+		j.SubmitTime = ptr(storedAt.UnixNano())
+		return j
+	}
+	reverted, genuine := admitted("reverted", testNow().Add(-time.Second)), admitted("genuine", longAgo)
+	r, _ := newReconciler(t, reverted, genuine)
+	r.Config.GangTimeout = 10 * time.Minute
+	pending := func(id string) *api.Allocation {
+		return &api.Allocation{ID: id + "-0", Namespace: "ml", JobID: id, TaskGroup: "g", NodeID: "n1",
+			DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusPending, CreateIndex: 4}
+	}
+	r.Store.Reset(&cluster.Initial{Nodes: []*api.Node{testNode()}, Jobs: []*api.Job{reverted, genuine},
+		Allocs: []*api.Allocation{pending("reverted"), pending("genuine")}})
+	p := r.Cycle(context.Background())
+	var requeued []string
+	for _, d := range p.Decisions {
+		if d.Action == engine.Requeue {
+			requeued = append(requeued, d.JobID)
+		}
+	}
+	must.Eq(t, []string{"genuine"}, requeued)
+	j, _ := r.Store.Job("ml", "reverted")
+	must.Eq(t, engine.Direct, j.State)
 }

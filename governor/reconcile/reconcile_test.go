@@ -75,14 +75,19 @@ func gpuJob(id string, gpus uint64, held bool) *api.Job {
 	return j
 }
 
+// testNode is a ready node with 4 GPUs.
+func testNode() *api.Node {
+	return &api.Node{ID: "n1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
+		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 4096},
+			Devices: []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H200",
+				Instances: []*api.NodeDevice{{ID: "a", Healthy: true}, {ID: "b", Healthy: true}, {ID: "c", Healthy: true}, {ID: "d", Healthy: true}}}}}}
+}
+
 func newReconciler(t *testing.T, jobs ...*api.Job) (*Reconciler, *memJobs) {
 	store := cluster.NewStore(quota.NewBook([]string{"standard", "low", "production"}), nil)
 	store.UseSealer(testSealer)
 	store.SetNamespaces([]*api.Namespace{{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "4"}}})
-	node := &api.Node{ID: "n1", NodePool: "default", Status: "ready", SchedulingEligibility: "eligible",
-		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 4000}, Memory: api.NodeMemoryResources{MemoryMB: 4096},
-			Devices: []*api.NodeDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H200",
-				Instances: []*api.NodeDevice{{ID: "a", Healthy: true}, {ID: "b", Healthy: true}, {ID: "c", Healthy: true}, {ID: "d", Healthy: true}}}}}}
+	node := testNode()
 	mem := &memJobs{jobs: map[string]*api.Job{}, now: testNow}
 	for _, j := range jobs {
 		mem.jobs["ml/"+*j.ID] = j
