@@ -56,13 +56,12 @@ func (p *Proxy) get(r *http.Request, path string, query url.Values) (*http.Respo
 }
 
 func (p *Proxy) send(ctx context.Context, method string, u url.URL, h http.Header, body ...[]byte) (*http.Response, []byte, error) {
-	readers := make([]io.Reader, 0, len(body))
+	pr := &piecesReader{pieces: body}
 	var n int64
 	for _, b := range body {
-		readers = append(readers, bytes.NewReader(b))
 		n += int64(len(b))
 	}
-	out, err := http.NewRequestWithContext(ctx, method, u.String(), io.MultiReader(readers...))
+	out, err := http.NewRequestWithContext(ctx, method, u.String(), pr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building request to Nomad: %w", err)
 	}
@@ -118,4 +117,39 @@ func reply(w http.ResponseWriter, resp *http.Response, body []byte) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
+}
+
+// piecesReader reads a body held in pieces, in order. Its WriteTo hands
+// each piece to the writer as it is: no copy of the whole body and no
+// intermediate buffer (io.MultiReader allocates 32 KiB per body).
+type piecesReader struct {
+	pieces [][]byte
+}
+
+// Read implements io.Reader.
+func (r *piecesReader) Read(b []byte) (int, error) {
+	for len(r.pieces) > 0 && len(r.pieces[0]) == 0 {
+		r.pieces = r.pieces[1:]
+	}
+	if len(r.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.pieces[0])
+	r.pieces[0] = r.pieces[0][n:]
+	return n, nil
+}
+
+// WriteTo implements io.WriterTo.
+func (r *piecesReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for len(r.pieces) > 0 {
+		n, err := w.Write(r.pieces[0])
+		total += int64(n)
+		r.pieces[0] = r.pieces[0][n:]
+		if err != nil {
+			return total, err
+		}
+		r.pieces = r.pieces[1:]
+	}
+	return total, nil
 }

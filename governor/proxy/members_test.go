@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -120,4 +122,16 @@ func TestProxyKeepsIdleConnections(t *testing.T) {
 	must.Eq(t, maxIdleConns, tr.MaxIdleConnsPerHost)
 	must.Eq(t, http.RoundTripper(tr), p.rp.Transport)
 	must.Eq(t, 3, given.MaxIdleConnsPerHost, must.Sprint("the caller's transport is not changed"))
+}
+
+func TestPiecesReader(t *testing.T) {
+	pieces := func() [][]byte { return [][]byte{[]byte(`{"a"`), nil, []byte(`:`), []byte(`1}`)} }
+	data, err := io.ReadAll(struct{ io.Reader }{&piecesReader{pieces: pieces()}}) // Read only
+	must.NoError(t, err)
+	must.Eq(t, `{"a":1}`, string(data))
+	var buf bytes.Buffer
+	n, err := (&piecesReader{pieces: pieces()}).WriteTo(&buf)
+	must.NoError(t, err)
+	must.Eq(t, int64(7), n)
+	must.Eq(t, `{"a":1}`, buf.String())
 }
