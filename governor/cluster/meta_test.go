@@ -154,3 +154,33 @@ func TestNeedsTokenIsConverted(t *testing.T) {
 	j.TaskGroups = []*api.TaskGroup{{Name: pointerTo("g"), Tasks: []*api.Task{{Name: "t", Vault: &api.Vault{}}}}}
 	must.True(t, ConvertJob(j).NeedsToken)
 }
+
+// TestAudit19_StoredJobsKeepWhatNeedsATokenInView: the store's decoder
+// drops vault blocks, templates and services, but keeps whether they are
+// there (and the service providers), so a stored job that needs its
+// submitter's token is never chosen as a victim.
+func TestAudit19_StoredJobsKeepWhatNeedsATokenInView(t *testing.T) {
+	cases := map[string]struct {
+		task, group string
+		want        bool
+	}{
+		"plain":                 {want: false},
+		"vault":                 {task: `"Vault":{"Policies":["db"]},`, want: true},
+		"null vault":            {task: `"Vault":null,`, want: false},
+		"template":              {task: `"Templates":[{"EmbeddedTmpl":"x"}],`, want: true},
+		"no templates":          {task: `"Templates":[],`, want: false},
+		"consul task service":   {task: `"Services":[{"Name":"web","Provider":"consul"}],`, want: true},
+		"nomad task service":    {task: `"Services":[{"Name":"web","Provider":"nomad"}],`, want: false},
+		"default group service": {group: `"Services":[{"Name":"web"}],`, want: true},
+		"nomad group service":   {group: `"Services":[{"Name":"web","Provider":"nomad"}],`, want: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			raw := `{"ID":"j","TaskGroups":[{"Name":"g",` + tc.group + `"Tasks":[{"Name":"t",` + tc.task + `"Driver":"raw_exec"}]}]}`
+			j, err := DecodeJob([]byte(raw))
+			must.NoError(t, err)
+			must.Eq(t, tc.want, ConvertJob(j).NeedsToken)
+			must.Eq(t, "raw_exec", j.TaskGroups[0].Tasks[0].Driver)
+		})
+	}
+}

@@ -39,7 +39,9 @@ type wireGroup struct {
 	Scaling *wireScaling
 
 	Affinities, Spreads, Volumes, RestartPolicy, ReschedulePolicy, EphemeralDisk skipped
-	Update, Migrate, Networks, Services, Consul                                  skipped
+	Update, Migrate, Networks, Consul                                            skipped
+	// Services keeps only providers (wire_token.go).
+	Services []wireService
 }
 
 // wireScaling is what the governor reads of a group's scaling block.
@@ -49,10 +51,14 @@ type wireScaling struct {
 
 type wireTask struct {
 	*api.Task
+	// Vault, Templates and Services keep only whether they are there and
+	// the service providers (wire_token.go).
+	Vault, Templates presence
+	Services         []wireService
 
-	Lifecycle, Config, Affinities, Env, Services, RestartPolicy, LogConfig skipped
-	Artifacts, Vault, Templates, DispatchPayload, VolumeMounts             skipped
-	CSIPluginConfig, ScalingPolicies, Identity                             skipped
+	Lifecycle, Config, Affinities, Env, RestartPolicy, LogConfig skipped
+	Artifacts, DispatchPayload, VolumeMounts                     skipped
+	CSIPluginConfig, ScalingPolicies, Identity                   skipped
 }
 
 // job returns the decoded api.Job (nil for a JSON null).
@@ -77,6 +83,7 @@ func (w *wireJob) job() *api.Job {
 			tg = &api.TaskGroup{}
 		}
 		tg.Tasks, tg.Scaling = nil, nil
+		tg.Services = services(g.Services)
 		if g.Scaling != nil {
 			tg.Scaling = &api.ScalingPolicy{Min: g.Scaling.Min, Max: g.Scaling.Max}
 		}
@@ -89,6 +96,7 @@ func (w *wireJob) job() *api.Job {
 			case t.Task == nil:
 				tg.Tasks = append(tg.Tasks, &api.Task{})
 			default:
+				t.keepTokenParts()
 				tg.Tasks = append(tg.Tasks, t.Task)
 			}
 		}
