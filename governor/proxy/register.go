@@ -60,7 +60,10 @@ func (p *Proxy) parseSubmission(r *http.Request, body []byte, pathID string, pla
 			s.job, found = m, found+1
 		}
 	}
-	if found != 1 {
+	switch {
+	case found == 0:
+		return nil, badRequest("the Job member of the request body cannot be located")
+	case found > 1:
 		// Nomad would merge the copies, which the governor cannot judge as one job.
 		return nil, badRequest("the request body holds more than one Job member")
 	}
