@@ -2,7 +2,6 @@ package jobmeta
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"hash"
 	"sort"
 	"strconv"
@@ -99,7 +98,7 @@ func constraintKeys(cs []*api.Constraint) []string {
 		if c == nil || impliedConstraints[c.LTarget] {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%q %q %q", c.LTarget, c.Operand, c.RTarget))
+		out = append(out, strconv.Quote(c.LTarget)+" "+strconv.Quote(c.Operand)+" "+strconv.Quote(c.RTarget))
 	}
 	sort.Strings(out)
 	return out
@@ -108,11 +107,18 @@ func constraintKeys(cs []*api.Constraint) []string {
 // writeField writes parts length-prefixed, so no two field lists encode
 // alike.
 func writeField(h hash.Hash, parts ...string) {
-	fmt.Fprintf(h, "%d", len(parts))
+	n := 8
 	for _, p := range parts {
-		fmt.Fprintf(h, ":%d:%s", len(p), p)
+		n += len(p) + 8
 	}
-	h.Write([]byte{'\n'})
+	buf := make([]byte, 0, n)
+	buf = strconv.AppendInt(buf, int64(len(parts)), 10)
+	for _, p := range parts {
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, int64(len(p)), 10)
+		buf = append(append(buf, ':'), p...)
+	}
+	h.Write(append(buf, '\n'))
 }
 
 func str(p *string) string {
