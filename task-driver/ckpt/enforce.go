@@ -66,7 +66,7 @@ func (d *Driver) enforceLimits(h *taskHandle, cfg *drivers.TaskConfig) {
 // removeLimits removes the task's cgroups once it is gone: a cgroup with
 // processes in it cannot be removed.
 func (h *taskHandle) removeLimits() {
-	if h.limiter == nil {
+	if h.limiter == nil && h.devices == nil {
 		return
 	}
 	select {
@@ -74,8 +74,13 @@ func (h *taskHandle) removeLimits() {
 	case <-h.clock.After(forceWait):
 		h.logger.Warn("task did not report its exit; removing its cgroups anyway")
 	}
-	if err := h.limiter.Remove(); err != nil {
-		h.logger.Warn("removing the task's cgroups", "error", err)
+	if h.limiter != nil {
+		if err := h.limiter.Remove(); err != nil {
+			h.logger.Warn("removing the task's cgroups", "error", err)
+		}
+	}
+	if err := h.devices.remove(); err != nil {
+		h.logger.Warn("removing the task's devices cgroup", "error", err)
 	}
 }
 

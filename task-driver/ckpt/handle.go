@@ -30,6 +30,7 @@ type taskHandle struct {
 	limiter      limiter // nil when limits are not enforced
 	// isolated is set when the task runs in the isolating executor.
 	isolated bool
+	devices  *deviceCgroup // nil without a devices cgroup of its own
 	// guard tells whether pid is still the task's process (recover.go).
 	guard pidGuard
 	// ckptUID is the uid LATEST must belong to.

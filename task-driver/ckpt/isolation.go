@@ -65,6 +65,11 @@ func (d *Driver) execCommand(cfg *drivers.TaskConfig, tc *TaskConfig, username, 
 		// Cgroups need root on Linux; elsewhere the executor would fail.
 		cgroups := !d.settings.noCgroups && runtime.GOOS == "linux" && os.Geteuid() == 0
 		cmd.ResourceLimits, cmd.BasicProcessCgroup = cgroups, cgroups
+		if isSelf(username) {
+			// No switch needed, and a plugin that is not root could
+			// not make one (setgroups needs CAP_SETGID).
+			cmd.User = ""
+		}
 		return cmd
 	}
 	cmd.ResourceLimits = true
@@ -153,4 +158,10 @@ func isolationOf(h *taskHandle) string {
 		return IsolationChroot
 	}
 	return IsolationNone
+}
+
+// isSelf says whether username is the user the plugin runs as.
+func isSelf(username string) bool {
+	uid, err := hostUID(username)
+	return err == nil && uid == os.Geteuid()
 }

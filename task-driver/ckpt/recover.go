@@ -67,6 +67,7 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	h.exec, h.pluginClient, h.pid, h.startedAt = exec, client, st.Pid, st.StartedAt
 	h.ckptUID = uid
 	h.isolated = st.Isolation == IsolationChroot
+	h.devices = recoveredDevices(st.TaskConfig, h.isolated)
 	h.guard = pidGuard{procRoot: defaultProcRoot, pid: st.Pid, want: st.identity()}
 	if err := h.guard.check(); err != nil {
 		d.logger.Warn("recovered task's pid is not verified; leaving it alone", "task_id", st.TaskConfig.ID, "pid", st.Pid, "error", err)

@@ -118,14 +118,14 @@ func (d *Driver) launch(cfg *drivers.TaskConfig, tc *TaskConfig, ts taskSettings
 	if err != nil {
 		return nil, fmt.Errorf("creating executor: %w", err)
 	}
-	ps, err := exec.Launch(d.execCommand(cfg, tc, cfg.User, dir))
+	ps, devs, err := d.launchWithDevices(exec, d.execCommand(cfg, tc, cfg.User, dir), cfg, emit)
 	if err != nil {
 		client.Kill()
 		return nil, fmt.Errorf("launching %s with the executor: %w", tc.Command, err)
 	}
 	h := d.newHandle(cfg, ts, dir, emit)
 	h.exec, h.pluginClient, h.pid = exec, client, ps.Pid
-	h.isolated = d.settings.isolated()
+	h.isolated, h.devices = d.settings.isolated(), devs
 	h.startedAt = d.clock.Now().Round(time.Millisecond)
 	return h, nil
 }

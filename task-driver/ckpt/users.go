@@ -65,6 +65,9 @@ func (r userRules) resolve(namespace, requested string) (string, error) {
 	if name == "" {
 		name = r.defaultUser
 	}
+	if !r.allowRoot && isRootName(name) {
+		return "", r.rootRefusal(name)
+	}
 	if !r.allowed(namespace, name) {
 		return "", fmt.Errorf("%w: user %q in namespace %q (rule %s: this namespace may run tasks as %s; "+
 			"set the ckpt plugin's default_user or namespace_users to change it)",
@@ -72,9 +75,6 @@ func (r userRules) resolve(namespace, requested string) (string, error) {
 	}
 	if r.allowRoot {
 		return name, nil
-	}
-	if isRootName(name) {
-		return "", r.rootRefusal(name)
 	}
 	uid, err := r.lookupUID(name)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestAudit1_UserRules(t *testing.T) {
 		"no user runs as the default user":      {rules: rules("nobody", false, nil), namespace: "ml", want: "nobody"},
 		"the default user may be named":         {rules: rules("nobody", false, prod), namespace: "ml-prod", user: "nobody", want: "nobody"},
 		"a listed user of the namespace":        {rules: rules("nobody", false, prod), namespace: "ml-prod", user: "svc-prod", want: "svc-prod"},
-		"root refused":                          {rules: rules("nobody", false, prod), namespace: "ml-prod", user: "root", wantRule: RuleNamespaceUsers},
+		"root refused":                          {rules: rules("nobody", false, prod), namespace: "ml-prod", user: "root", wantRule: RuleAllowRoot},
 		"root refused even when listed":         {rules: rules("nobody", false, map[string][]string{"ops": {"root"}}), namespace: "ops", user: "root", wantRule: RuleAllowRoot},
 		"uid 0 under another name refused":      {rules: rules("nobody", false, map[string][]string{"ops": {"toor"}}), namespace: "ops", user: "toor", wantRule: RuleAllowRoot},
 		"numeric uid 0 refused":                 {rules: rules("nobody", false, map[string][]string{"ops": {"0:0"}}), namespace: "ops", user: "0:0", wantRule: RuleAllowRoot},

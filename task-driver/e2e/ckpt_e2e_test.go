@@ -20,15 +20,24 @@ import (
 
 // TestE2E_CheckpointDriver runs every ckpt scenario on one cluster with one
 // client, one after another (the preemption case needs the node to itself).
+//
+// The driver runs with its defaults: isolation = "chroot" (Nomad's
+// isolating executor) and tasks as nobody. The client's chroot holds the
+// trainer's directory, the jobspecs and a lean system (leanChroot).
 func TestE2E_CheckpointDriver(t *testing.T) {
-	trainer := testcluster.BuildToyTrainer(t, t.TempDir())
+	trainerDir := t.TempDir()
+	trainer := testcluster.BuildToyTrainer(t, trainerDir)
+	openToAll(t, trainerDir)
 	ckptRoot := t.TempDir()
+	repo, err := testcluster.RepoRoot()
+	must.NoError(t, err)
 	c := testcluster.New(t, testcluster.Options{
 		Plugins: []string{"nomad-driver-ckpt"},
 		Clients: []testcluster.ClientSpec{{
 			Name: "ckpt-1",
 			PluginConfig: map[string]string{"nomad-driver-ckpt": fmt.Sprintf(
 				"checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\nmax_kill_timeout = \"10m\"", ckptRoot)},
+			ChrootEnv: leanChroot(trainerDir, filepath.Join(repo, "jobspecs")),
 		}},
 	})
 	s := &suite{c: c, trainer: trainer, root: ckptRoot}
@@ -83,10 +92,10 @@ func (s *suite) periodic(t *testing.T) {
 
 // python is scenario python: the example jobspec with allot_checkpoint.py stops, saves and resumes.
 func (s *suite) python(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skipf("python3 is not installed (%v); the Go s.trainer covers the protocol", err)
+	if !hasPython() {
+		t.Skipf("%s is not installed; the Go s.trainer covers the protocol", pythonInChroot)
 	}
+	python := pythonInChroot
 	root, err := testcluster.RepoRoot()
 	must.NoError(t, err)
 	// Subtest a ran the same job with the Go s.trainer; start clean.

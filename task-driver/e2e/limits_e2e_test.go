@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,11 +16,11 @@ import (
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
-// limitsJob runs a python3 payload that prints its pid, then touches
-// mb MiB of memory in 8 MiB steps and sleeps; memory = 64.
+// limitsJob runs a python3 payload that touches mb MiB of memory in 8 MiB
+// steps and sleeps; memory = 64. Its last argument is the job ID, so the
+// test finds its host pid (inside the task's PID namespace it is 1).
 func limitsJob(id string, mb int, python string) string {
 	payload := fmt.Sprintf(`import os, time
-print("pid %%d" %% os.getpid(), flush=True)
 held = []
 for i in range(%d // 8):
     held.append(b"x" * (8 << 20))
@@ -45,7 +44,7 @@ job %q {
       driver = "ckpt"
       config {
         command = %q
-        args    = ["-c", %q]
+        args    = ["-c", %q, %q]
       }
       resources {
         cpu    = 120
@@ -53,7 +52,7 @@ job %q {
       }
     }
   }
-}`, id, python, payload)
+}`, id, python, payload, id)
 }
 
 // limits is scenario limits: memory and CPU weight are enforced through
@@ -62,14 +61,13 @@ func (s *suite) limits(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("cgroup limits need the plugin to run as root")
 	}
-	python, err := exec.LookPath("python3")
-	must.NoError(t, err)
-
-	fits, _ := s.c.RegisterHCL("fits.nomad.hcl", limitsJob("fits", 32, python))
+	if !hasPython() {
+		t.Skipf("%s is not installed", pythonInChroot)
+	}
+	fits, _ := s.c.RegisterHCL("fits.nomad.hcl", limitsJob("fits", 32, pythonInChroot))
 	alloc := running(s.c, *fits.ID)
-	pid := waitLog(t, s.c, alloc.ID, `pid (\d+)\n`, time.Minute)[1]
 	waitLog(t, s.c, alloc.ID, `ready\n`, time.Minute)
-	dirs := checkCgroupLimits(t, pid, alloc.ID, 64<<20, 120)
+	dirs := checkCgroupLimits(t, hostPID(t, *fits.ID), 64<<20, 120)
 	stopJob(t, s.c, *fits.ID)
 	s.c.Eventually(30*time.Second, "the task's cgroups removed", func() error {
 		for _, d := range dirs {
@@ -80,7 +78,7 @@ func (s *suite) limits(t *testing.T) {
 		return nil
 	})
 
-	oom, _ := s.c.RegisterHCL("oom.nomad.hcl", limitsJob("oom", 1024, python))
+	oom, _ := s.c.RegisterHCL("oom.nomad.hcl", limitsJob("oom", 1024, pythonInChroot))
 	failed := s.c.WaitForAlloc(api.DefaultNamespace, *oom.ID, 90*time.Second,
 		testcluster.ClientStatus(api.AllocClientStatusFailed))
 	var term *api.TaskEvent
@@ -99,8 +97,10 @@ func (s *suite) limits(t *testing.T) {
 }
 
 // checkCgroupLimits checks the cgroups of a running task hold its limits
-// and returns the task's own cgroup dirs.
-func checkCgroupLimits(t *testing.T, pid, allocID string, memBytes, shares int64) []string {
+// and returns the task's own cgroup dirs. Under isolation they are the
+// executor's cgroups; the driver's own limiter must not have moved the
+// task into a child of its own (the limits are applied once).
+func checkCgroupLimits(t *testing.T, pid string, memBytes, shares int64) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("/proc", pid, "cgroup"))
 	must.NoError(t, err)
@@ -118,14 +118,33 @@ func checkCgroupLimits(t *testing.T, pid, allocID string, memBytes, shares int64
 		must.Eq(t, fmt.Sprint(memBytes), readTrim(t, filepath.Join(dir, "memory.max")))
 		return nil // v2: the executor owns and removes the scope
 	}
-	child := "allot-ckpt-" + allocID + "-train"
 	mem := filepath.Join(root, "memory", paths["memory"])
 	cpu := filepath.Join(root, "cpu", paths["cpu"])
-	must.Eq(t, child, filepath.Base(mem))
-	must.Eq(t, child, filepath.Base(cpu))
+	for _, d := range []string{mem, cpu} {
+		must.StrNotContains(t, d, "allot-ckpt-", must.Sprint("limits applied twice: the driver moved an isolated task"))
+	}
 	must.Eq(t, fmt.Sprint(memBytes), readTrim(t, filepath.Join(mem, "memory.limit_in_bytes")))
 	must.Eq(t, fmt.Sprint(shares), readTrim(t, filepath.Join(cpu, "cpu.shares")))
 	return []string{mem, cpu}
+}
+
+// hostPID finds the host pid of the process whose last argument is mark.
+func hostPID(t *testing.T, mark string) string {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	must.NoError(t, err)
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) > 1 && args[len(args)-1] == mark {
+			return filepath.Base(filepath.Dir(p))
+		}
+	}
+	t.Fatalf("no process with last argument %q", mark)
+	return ""
 }
 
 func readTrim(t *testing.T, p string) string {
