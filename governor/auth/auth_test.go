@@ -213,7 +213,9 @@ func TestConcurrentLookupsShareOne(t *testing.T) {
 	must.Eq(t, int64(1), h.nomad.requests.Load())
 }
 
-func TestUnavailableIsNotCachedAndHidesNomadsAddress(t *testing.T) {
+// TestAudit30_UnavailableIsNotCachedAndHidesNomadsAddress: audit #30, an
+// error the caller sees never names Nomad's internal address.
+func TestAudit30_UnavailableIsNotCachedAndHidesNomadsAddress(t *testing.T) {
 	u, _ := url.Parse("http://127.0.0.1:1") // nothing listens on port 1
 	a := New(Options{Nomad: u, Timeout: 2 * time.Second})
 	_, err := a.Authenticate(request("x"))
