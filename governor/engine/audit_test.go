@@ -326,3 +326,20 @@ func usageOf(p *Plan, ns string) quota.Vector {
 	}
 	return nil
 }
+
+func TestDeviceIDMatches(t *testing.T) {
+	for name, want := range map[string]bool{"gpu": true, "nvidia/gpu": true, "nvidia/gpu/H200": true,
+		"npu": false, "amd/gpu": false, "nvidia/gpu/A100": false, "nvidia": false, "gp": false, "nvidia/g": false} {
+		must.Eq(t, want, deviceIDMatches(name, h200), must.Sprint(name))
+	}
+}
+
+func TestAudit8_GangLargerThanThePoolNeverFits(t *testing.T) {
+	// Every allocation fits a node, but not 3 × 8 GPUs on two 8-GPU nodes.
+	big := mkJob("a", "big").Pool("gpu").Count(3).Device("gpu", 8).QueuedAt(t0.Add(-time.Hour)).Build()
+	small := mkJob("a", "small").Pool("gpu").Device("gpu", 1).Build()
+	p := Decide(testConfig(), snap([]*Tenant{mkTenant("a").Build()}, []*Node{gpuNode("n1", 8), gpuNode("n2", 8)}, nil, big, small))
+	must.StrContains(t, p.Verdicts["a/big"].Reason, `fit: never fits node pool gpu: group "g": at most 2 of 3 allocations`)
+	admit, _ := summarize(p)
+	must.Eq(t, []string{"small"}, admit)
+}

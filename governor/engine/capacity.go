@@ -54,9 +54,6 @@ type capacity struct {
 	cursor map[string]int
 	// sys caches, per group key, the nodes a system job's group runs on.
 	sys map[string][]*freeNode
-	// empty marks the capacity of a cluster with every node empty
-	// (cycle.neverFits); it only changes how fit failures read.
-	empty bool
 	// placedOn tells the nodes where group gi of system job j already
 	// has an allocation that counts as placed (set by the cycle).
 	placedOn func(j *Job, gi int) map[string]bool
@@ -134,7 +131,7 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 		placed := c.fitGroup(j, g, groupKey(j, g), missing[gi], nodes, &res)
 		if placed < missing[gi] {
 			c.undo(res.takes)
-			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes, c.empty)}
+			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes)}
 			c.failed[key] = res.detail
 			return res
 		}
@@ -304,17 +301,13 @@ func appendConstraints(b []byte, cs []Constraint) []byte {
 	return b
 }
 
-func fitDetail(j *Job, g *Group, placed, want int, nodes []*freeNode, empty bool) string {
+func fitDetail(j *Job, g *Group, placed, want int, nodes []*freeNode) string {
 	pool := j.NodePool
 	if pool == "" {
 		pool = "default"
 	}
-	on := "on the free capacity of"
-	if empty {
-		on = "even on the empty nodes of"
-	}
-	return fmt.Sprintf("group %q: only %d of %d allocations (each %s) fit %s node pool %s (%d nodes)",
-		g.Name, placed, want, groupShape(g), on, pool, len(nodes))
+	return fmt.Sprintf("group %q: only %d of %d allocations (each %s) fit on the free capacity of node pool %s (%d nodes)",
+		g.Name, placed, want, groupShape(g), pool, len(nodes))
 }
 
 func groupShape(g *Group) string {

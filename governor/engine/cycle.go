@@ -30,10 +30,11 @@ type cycle struct {
 	// held marks jobs this plan holds or stops before the admission walk
 	// (direct system jobs, dispatched children over a limit).
 	held map[string]bool
-	// empty is the cluster's capacity with every node empty, built on
-	// first use; fitsEmpty memoises which shapes fit it.
-	empty     *capacity
-	fitsEmpty map[string]bool
+	// never memoises, by shape key, the failing check of shapes that fit
+	// no node of their pool even empty (nil: they could fit).
+	never map[string]*Check
+	// ints is a slab the per-job counts of a cycle are cut from.
+	ints []int
 }
 
 // Decide runs one admission cycle over snapshot s. It is pure and
@@ -76,6 +77,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		pre:      newPreemptState(),
 		replaced: map[string]bool{},
 		held:     map[string]bool{},
+		never:    map[string]*Check{},
 	}
 	cy.cap.placedOn = cy.placedOn
 	for _, a := range s.Allocs {

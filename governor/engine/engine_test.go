@@ -93,7 +93,7 @@ func TestDecideRules(t *testing.T) {
 		"no node of the pool": {
 			snap: snap([]*Tenant{ml().Build()}, []*Node{mkNode("c1").Build()}, nil,
 				mkJob("ml", "a").Pool("gpu").Device("gpu", 1).Build()),
-			want: outcome{reasons: map[string]string{"a": `fit: never fits node pool gpu: group "g": only 0 of 1 allocations (each cpu 100 MHz, memory 128 MiB, 1 gpu) fit even on the empty nodes of node pool gpu (0 nodes)`}},
+			want: outcome{reasons: map[string]string{"a": `fit: never fits node pool gpu: group "g": at most 0 of 1 allocations (each cpu 100 MHz, memory 128 MiB, 1 gpu) fit the 0 eligible nodes of the pool even when they are empty`}},
 		},
 		"device model, attribute and datacenter constraints": {
 			snap: snap([]*Tenant{ml().Quota("cpu", 10000).Build()},

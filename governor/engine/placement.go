@@ -25,7 +25,7 @@ type placement struct {
 // lost ones count for nothing: re-running a finished batch job is weighed
 // in full (audit #7).
 func (cy *cycle) placementOf(j *Job) placement {
-	p := placement{missing: make([]int, len(j.Groups))}
+	p := placement{missing: cy.counts(len(j.Groups))}
 	if j.Dead && j.State != Queued && !j.Reserved {
 		// A finished job needs nothing more. (Nomad reports a held job,
 		// which is stopped, as dead too: it still needs everything.)
@@ -66,11 +66,23 @@ func (cy *cycle) placementOf(j *Job) placement {
 // placed yet.
 func (cy *cycle) missing(j *Job) []int { return cy.placementOf(j).missing }
 
+// counts returns a slice of n zeroed ints cut from the cycle's slab: the
+// per-job counts of a cycle live as long as the cycle, and one
+// allocation per 4096 of them keeps queue walks cheap.
+func (cy *cycle) counts(n int) []int {
+	if n > len(cy.ints) {
+		cy.ints = make([]int, maxInt(4096, n))
+	}
+	out := cy.ints[:n:n]
+	cy.ints = cy.ints[n:]
+	return out
+}
+
 // want is how many allocations group gi of j runs: its count, or for a
 // system job one per eligible node.
 func (cy *cycle) want(j *Job, gi int) int {
 	if j.System {
-		return len(cy.cap.systemNodes(j, &j.Groups[gi]))
+		return len(cy.cap.wholeNodes(j, &j.Groups[gi]))
 	}
 	return j.Groups[gi].Count
 }
@@ -122,11 +134,19 @@ func sameShape(a *Alloc, g *Group) bool {
 // "nvidia/gpu", "nvidia/gpu/H200") names device group id
 // ("vendor/type/model").
 func deviceIDMatches(name, id string) bool {
-	parts := strings.SplitN(id, "/", 3)
-	if len(parts) != 3 {
+	switch strings.Count(name, "/") {
+	case 2:
+		return name == id
+	case 1: // vendor/type: id starts with it and a "/"
+		return len(id) > len(name) && id[len(name)] == '/' && id[:len(name)] == name
+	}
+	// type: the middle part of id
+	i := strings.IndexByte(id, '/')
+	if i < 0 {
 		return false
 	}
-	return deviceNameMatches(name, &DeviceGroup{Vendor: parts[0], Type: parts[1], Model: parts[2]})
+	rest := id[i+1:]
+	return len(rest) > len(name) && rest[len(name)] == '/' && rest[:len(name)] == name
 }
 
 // releaseReplaced frees, in usage and capacity, what the allocations an

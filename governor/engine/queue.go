@@ -226,23 +226,14 @@ func (cy *cycle) classNames() []string {
 // job never becomes a starving head: it would block its pool for ever
 // (audit #8).
 func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
-	if cy.empty == nil {
-		cy.empty = newCapacity(cy.s.Nodes, nil, cy.cap.m)
-		cy.empty.placedOn, cy.empty.empty = cy.placedOn, true
-		cy.fitsEmpty = map[string]bool{}
-	}
-	fits, known := cy.fitsEmpty[shape]
+	c, known := cy.never[shape]
 	if !known {
-		res := cy.empty.fitKeyed(j, missing, shape)
-		if fits = res.ok; fits {
-			cy.empty.undo(res.takes)
+		if detail, never := cy.cap.neverFits(j, missing); never {
+			c = &Check{Name: "fit", Permanent: true, Detail: "never fits node pool " + poolOf(j) + ": " + detail}
 		}
-		cy.fitsEmpty[shape] = fits
+		cy.never[shape] = c
 	}
-	if fits {
-		return nil
-	}
-	return &Check{Name: "fit", Permanent: true, Detail: "never fits node pool " + poolOf(j) + ": " + cy.empty.failed[shape]}
+	return c
 }
 
 // markStarving records j as its pool's starving head when it has waited

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/allot-sh/allot/governor/quota"
@@ -14,10 +15,11 @@ import (
 // class, so Nomad's system-scheduler preemption (on by default) cannot
 // evict other tenants' work at priority 100 (audit #4).
 
-// systemNodes returns the nodes one allocation of group g of system job j
-// runs on: ready, eligible nodes of its pool whose whole capacity could
-// hold one allocation (Nomad places nothing on the others).
-func (c *capacity) systemNodes(j *Job, g *Group) []*freeNode {
+// wholeNodes returns the nodes whose whole capacity could hold one
+// allocation of group g of job j: ready, eligible nodes of its pool. A
+// system job runs one allocation on each (Nomad places nothing on the
+// others); a job with a group no node can hold never fits.
+func (c *capacity) wholeNodes(j *Job, g *Group) []*freeNode {
 	key := groupKey(j, g)
 	if nodes, ok := c.sys[key]; ok {
 		return nodes
@@ -53,6 +55,70 @@ func (c *capacity) wholeFits(n *Node, g *Group) bool {
 	return true
 }
 
+// neverFits tells whether job j could not place missing[g] allocations of
+// some group even on empty nodes: no node of its pool can hold one (its
+// constraints or shape), or all of them together not that many. The room
+// of a node is over-estimated (device requests of one allocation may
+// share a device group), so a job it calls never-fitting truly is.
+func (c *capacity) neverFits(j *Job, missing []int) (string, bool) {
+	for gi := range j.Groups {
+		if missing[gi] <= 0 {
+			continue
+		}
+		g := &j.Groups[gi]
+		nodes := c.wholeNodes(j, g)
+		room := 0
+		for _, fn := range nodes {
+			if room = satAdd(room, wholeRoom(fn.node, g)); room >= missing[gi] {
+				break
+			}
+		}
+		if room < missing[gi] {
+			return fmt.Sprintf("group %q: at most %d of %d allocations (each %s) fit the %d eligible nodes of the pool even when they are empty",
+				g.Name, room, missing[gi], groupShape(g), len(nodes)), true
+		}
+	}
+	return "", false
+}
+
+// wholeRoom over-estimates how many allocations of g an empty node n
+// holds (n can hold one: wholeFits).
+func wholeRoom(n *Node, g *Group) int {
+	room := math.MaxInt
+	if g.CPU > 0 {
+		room = minInt(room, int(n.CPU/g.CPU))
+	}
+	if g.MemoryMB > 0 {
+		room = minInt(room, int(n.MemoryMB/g.MemoryMB))
+	}
+	for _, req := range g.Devices {
+		best := 0
+		for i := range n.Devices {
+			if d := &n.Devices[i]; req.Count > 0 && deviceNameMatches(req.Name, d) {
+				best = maxInt(best, d.Healthy/req.Count)
+			}
+		}
+		if req.Count > 0 {
+			room = minInt(room, best)
+		}
+	}
+	return room
+}
+
+func minInt(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
 // sane tells whether a group's amounts are all non-negative; the
 // conversion never produces others, and the engine never places them.
 func sane(g *Group) bool {
@@ -77,7 +143,7 @@ func (c *capacity) fitSystem(j *Job, missing []int, key string) fitResult {
 		}
 		g := &j.Groups[gi]
 		have := c.placedOn(j, gi)
-		nodes := c.systemNodes(j, g)
+		nodes := c.wholeNodes(j, g)
 		for _, fn := range nodes {
 			if have[fn.node.ID] {
 				continue
