@@ -214,6 +214,30 @@ func (e *aclEnv) admissionRoutes(t *testing.T) {
 			must.Eq(t, http.StatusOK, code, must.Sprintf("team-a's own %s: %s", r.name, body))
 		})
 	}
+	t.Run("audit #16: a huge scale is refused before admission, without the tenant's usage", func(t *testing.T) {
+		huge := api.ScalingRequest{Count: pointerTo(int64(500)), Target: map[string]string{"Group": "grp-a-base"}}
+		for _, caller := range []string{"tenant-b", "anonymous"} {
+			code, body := e.call(caller, "POST", "/v1/job/a-base/scale?namespace=team-a", huge)
+			must.Eq(t, http.StatusForbidden, code, must.Sprint(body))
+			for _, s := range teamASecrets {
+				must.StrNotContains(t, body, s)
+			}
+		}
+		code, body := e.call("tenant-a", "POST", "/v1/job/a-base/scale?namespace=team-a", huge)
+		must.Eq(t, http.StatusConflict, code, must.Sprint("the tenant itself learns why: "+body))
+		must.StrContains(t, body, "team-a")
+	})
+	t.Run("reads passed to Nomad are Nomad's to refuse", func(t *testing.T) {
+		for _, caller := range []string{"tenant-b", "anonymous"} {
+			for _, path := range []string{"/v1/jobs?namespace=team-a", "/v1/job/a-base?namespace=team-a"} {
+				code, body := e.call(caller, "GET", path, nil)
+				must.Eq(t, http.StatusForbidden, code, must.Sprintf("%s as %s: %s", path, caller, body))
+				must.StrNotContains(t, body, "grp-a")
+			}
+		}
+		code, body := e.call("tenant-a", "GET", "/v1/job/a-base?namespace=team-a", nil)
+		must.Eq(t, http.StatusOK, code, must.Sprint(body))
+	})
 	t.Run("namespace given only in the body, or disagreeing", func(t *testing.T) {
 		j := e.job("team-a", "a-sneak", "", "")
 		for _, path := range []string{"/v1/jobs", "/v1/jobs?namespace=team-b"} {
