@@ -62,6 +62,11 @@ type Result struct {
 	// submitter's Vault/Consul token; the same job version is not tried
 	// again (audit #19).
 	Blocked []Blocked
+	// SubmittedBy maps "ns/id" of the jobs written to the accessor ID of
+	// the token that submitted them through the governor (their sealed
+	// record's allot.submitted-by), for the decisions journal: Nomad
+	// records the governor's own token as the submitter of its writes.
+	SubmittedBy map[string]string
 }
 
 // Blocked is a decision that cannot be applied and why.
@@ -79,7 +84,13 @@ func (a *Actuator) Apply(ctx context.Context, p *engine.Plan) Result {
 			res.Errors = append(res.Errors, ctx.Err())
 			return res
 		}
-		changed, err := a.ApplyOne(ctx, d)
+		changed, by, err := a.applyOne(ctx, d)
+		if by != "" {
+			if res.SubmittedBy == nil {
+				res.SubmittedBy = map[string]string{}
+			}
+			res.SubmittedBy[d.Namespace+"/"+d.JobID] = by
+		}
 		switch {
 		case errors.Is(err, ErrConflict):
 			res.Conflicts++
@@ -109,38 +120,46 @@ func (a *Actuator) Apply(ctx context.Context, p *engine.Plan) Result {
 // Vault/Consul token is not tried again (its error wraps
 // jobmeta.ErrSubmitterToken the first time).
 func (a *Actuator) ApplyOne(ctx context.Context, d engine.Decision) (bool, error) {
+	changed, _, err := a.applyOne(ctx, d)
+	return changed, err
+}
+
+// applyOne is ApplyOne that also returns the submitter recorded in the
+// job's sealed record.
+func (a *Actuator) applyOne(ctx context.Context, d engine.Decision) (bool, string, error) {
 	if a.isBlocked(d) {
-		return false, nil // refused for want of a token: recorded once, not retried
+		return false, "", nil // refused for want of a token: recorded once, not retried
 	}
 	job, _, err := a.Jobs.Info(d.JobID, (&api.QueryOptions{Namespace: d.Namespace}).WithContext(ctx))
 	if isNotFound(err) {
 		if a.Store != nil {
 			a.Store.DeleteJob(d.Namespace, d.JobID)
 		}
-		return false, ErrGone
+		return false, "", ErrGone
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading job %s/%s: %w", d.Namespace, d.JobID, err)
+		return false, "", fmt.Errorf("reading job %s/%s: %w", d.Namespace, d.JobID, err)
 	}
 	prev, _ := a.Sealer.Verify(job)
 	state := cluster.JobState(job, a.Sealer)
 	if done(d.Action, state) {
-		return false, nil
+		return false, "", nil
 	}
 	if *job.JobModifyIndex != d.Version || !applicable(d.Action, state) {
-		return false, fmt.Errorf("%w: %s/%s is %s at index %d, decided %s at index %d",
+		return false, "", fmt.Errorf("%w: %s/%s is %s at index %d, decided %s at index %d",
 			ErrConflict, d.Namespace, d.JobID, state, *job.JobModifyIndex, d.Action, d.Version)
 	}
 	if d.Action == engine.Stop {
-		return a.stop(ctx, d)
+		changed, err := a.stop(ctx, d)
+		return changed, prev.SubmittedBy, err
 	}
 	if err := a.mutate(job, prev, d); err != nil {
-		return false, fmt.Errorf("writing the governor record of %s/%s: %w", d.Namespace, d.JobID, err)
+		return false, "", fmt.Errorf("writing the governor record of %s/%s: %w", d.Namespace, d.JobID, err)
 	}
 	if err := a.write(ctx, job, d); err != nil {
-		return false, a.blocked(d, err)
+		return false, prev.SubmittedBy, a.blocked(d, err)
 	}
-	return true, nil
+	return true, prev.SubmittedBy, nil
 }
 
 // done reports whether the job is already where the action would put it.

@@ -345,3 +345,16 @@ func TestStopDeregistersADispatchedChild(t *testing.T) {
 	must.NoError(t, err)
 	must.False(t, changed, must.Sprint("stopped already"))
 }
+
+// TestApplyReportsTheSubmitter: the accessor recorded in the sealed record
+// (allot.submitted-by) comes back with the applied decision (audit #30).
+func TestApplyReportsTheSubmitter(t *testing.T) {
+	j := mkJob(false, nil, 7)
+	must.NoError(t, sealer.Hold(j, jobmeta.Record{}, jobmeta.Stamp{Now: now.Add(-time.Hour), SubmittedBy: "acc-1"}))
+	j.SubmitTime = pointer(now.Add(-time.Hour).UnixNano())
+	f := &fakeJobs{job: j}
+	res := newActuator(f).Apply(context.Background(), &engine.Plan{Decisions: []engine.Decision{decision(engine.Admit, 7)}})
+	must.SliceLen(t, 1, res.Applied)
+	must.Eq(t, map[string]string{"ml/train.v1_A": "acc-1"}, res.SubmittedBy)
+	must.Eq(t, "acc-1", record(t, f).SubmittedBy, must.Sprint("carried by the governor's write"))
+}

@@ -33,6 +33,10 @@ type Record struct {
 	Cause   string
 	Reason  string
 	Victims []engine.Victim
+	// SubmittedBy is the accessor ID of the token that submitted the job
+	// through the governor (its sealed record), when known: the governor's
+	// own writes carry the governor's token in Nomad (audit #30).
+	SubmittedBy string `json:",omitempty"`
 }
 
 // Journal keeps the most recent records. Safe for concurrent use.
@@ -77,15 +81,18 @@ func records(plan *engine.Plan, res actuate.Result) []Record {
 			if cause == "" {
 				cause = "over-limit"
 			}
-			out = append(out, Record{Time: plan.Now, Kind: d.Action.String(), Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: cause, Reason: d.Reason})
+			out = append(out, Record{Time: plan.Now, Kind: d.Action.String(), Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: cause, Reason: d.Reason,
+				SubmittedBy: res.SubmittedBy[key]})
 		case d.Action == engine.Requeue && d.Cause == engine.CauseGangTimeout:
-			out = append(out, Record{Time: plan.Now, Kind: "requeue", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: d.Cause, Reason: d.Reason})
+			out = append(out, Record{Time: plan.Now, Kind: "requeue", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: d.Cause, Reason: d.Reason,
+				SubmittedBy: res.SubmittedBy[key]})
 		}
 	}
 	for _, b := range res.Blocked {
 		d := b.Decision
 		out = append(out, Record{Time: plan.Now, Kind: "blocked", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: CauseSubmitterToken,
-			Reason: d.Action.String() + " not applied, and not retried until the job changes: Nomad needs the submitter's Vault/Consul token to register it (" + d.Reason + ")"})
+			SubmittedBy: res.SubmittedBy[d.Namespace+"/"+d.JobID],
+			Reason:      d.Action.String() + " not applied, and not retried until the job changes: Nomad needs the submitter's Vault/Consul token to register it (" + d.Reason + ")"})
 	}
 	for _, p := range plan.Preemptions {
 		rec := Record{Time: plan.Now, Kind: "preemption", Namespace: p.Namespace, JobID: p.JobID, Class: p.Class, Cause: p.Cause, Reason: p.Reason}

@@ -56,3 +56,25 @@ func TestRequeuesAreCounted(t *testing.T) {
 	must.Eq(t, 100.0, testutil.ToFloat64(m.LostWork))
 	must.Eq(t, 1.0, testutil.ToFloat64(m.HeldTotal.WithLabelValues("c", "gang-timeout")))
 }
+
+// TestAudit30_RecordsNameTheSubmitter: holds, stops and requeues carry the
+// accessor of the token that submitted the job through the governor, and
+// decisions Nomad refused for want of a Vault/Consul token are recorded
+// as blocked.
+func TestAudit30_RecordsNameTheSubmitter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	hold := engine.Decision{Action: engine.Hold, Namespace: "a", JobID: "h", Reason: "over"}
+	stop := engine.Decision{Action: engine.Stop, Namespace: "a", JobID: "d", Cause: CauseClass, Reason: "class"}
+	vault := engine.Decision{Action: engine.Hold, Namespace: "a", JobID: "v", Reason: "over"}
+	res := actuate.Result{Applied: []engine.Decision{hold, stop},
+		Blocked:     []actuate.Blocked{{Decision: vault}},
+		SubmittedBy: map[string]string{"a/h": "acc-1", "a/v": "acc-2"}}
+	got := records(&engine.Plan{Now: now}, res)
+	must.SliceLen(t, 3, got)
+	must.Eq(t, Record{Time: now, Kind: "hold", Namespace: "a", JobID: "h", Cause: "over-limit", Reason: "over", SubmittedBy: "acc-1"}, got[0])
+	must.Eq(t, Record{Time: now, Kind: "stop", Namespace: "a", JobID: "d", Cause: CauseClass, Reason: "class"}, got[1])
+	must.Eq(t, "blocked", got[2].Kind)
+	must.Eq(t, CauseSubmitterToken, got[2].Cause)
+	must.Eq(t, "acc-2", got[2].SubmittedBy)
+	must.StrContains(t, got[2].Reason, "not retried until the job changes")
+}
