@@ -48,6 +48,8 @@ func TestE2E_DifferentialJudgeVsNomad(t *testing.T) {
 		Ready: testcluster.HasDevices("nvidia/gpu/H200", 4)}}})
 	_, err := c.API.Namespaces().Register(&api.Namespace{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"}}, nil)
 	must.NoError(t, err)
+	_, err = c.API.Namespaces().Register(&api.Namespace{Name: "tiny", Meta: map[string]string{"allot.quota.gpu": "1", "allot.limit.gpu": "1"}}, nil)
+	must.NoError(t, err)
 	cfg := filepath.Join(dir, "governor.hcl")
 	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"2s\"\n"), 0o644))
 	g := c.StartGovernor("-config", cfg)
@@ -78,6 +80,76 @@ func TestE2E_DifferentialJudgeVsNomad(t *testing.T) {
 		seed, stats.stored, stats.byGovernor, stats.byNomad, time.Since(start).Round(time.Millisecond))
 	must.Greater(t, 150, stats.stored, must.Sprint("most generated bodies are valid jobs"))
 	must.Greater(t, 10, stats.byGovernor, must.Sprint("the disagreeing namespaces are refused"))
+
+	t.Run("forcing an evaluation of a held job starts nothing", func(t *testing.T) { evaluateHeld(t, c, g.Addr) })
+	t.Run("a periodic force over the limit launches nothing", func(t *testing.T) { forceOverLimit(t, c, g.Addr) })
+}
+
+// sleepJob is a register body for a 2-GPU batch job that fits the node.
+func sleepJob(id, ns string, periodic bool) string {
+	extra := ""
+	if periodic {
+		extra = `"Periodic":{"Spec":"0 0 1 1 *","SpecType":"cron"},`
+	}
+	return `{"Job":{"ID":"` + id + `","Namespace":"` + ns + `","Type":"batch","NodePool":"gpu",` + extra + `"TaskGroups":[{"Name":"g","Count":1,
+"Tasks":[{"Name":"t","Driver":"raw_exec","Config":{"command":"/bin/sleep","args":["1"]},
+"Resources":{"CPU":100,"MemoryMB":64,"Devices":[{"Name":"nvidia/gpu","Count":2}]}}]}]}}`
+}
+
+func putGov(t *testing.T, gov, path, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("PUT", gov+path, strings.NewReader(body))
+	must.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
+}
+
+// evaluateHeld: POST /v1/job/<id>/evaluate passes the proxy; Nomad
+// evaluates the stored, stopped version, so a held job gets no allocation.
+// The control job of the same shape in a namespace with room runs.
+func evaluateHeld(t *testing.T, c *testcluster.Cluster, gov string) {
+	status, out := putGov(t, gov, "/v1/jobs", sleepJob("held-2gpu", "tiny", false))
+	must.Eq(t, 200, status, must.Sprint(out))
+	must.StrContains(t, out, "allot: job tiny/held-2gpu is QUEUED")
+	status, out = putGov(t, gov, "/v1/job/held-2gpu/evaluate?namespace=tiny", `{"JobID":"held-2gpu"}`)
+	must.Eq(t, 200, status, must.Sprint(out))
+	var ev struct{ EvalID string }
+	must.NoError(t, json.Unmarshal([]byte(out), &ev))
+	c.Eventually(30*time.Second, "the forced evaluation completes", func() error {
+		e, _, err := c.API.Evaluations().Info(ev.EvalID, &api.QueryOptions{Namespace: "tiny"})
+		if err != nil {
+			return err
+		}
+		if e.Status != api.EvalStatusComplete {
+			return fmt.Errorf("evaluation %s", e.Status)
+		}
+		return nil
+	})
+	allocs, _, err := c.API.Jobs().Allocations("held-2gpu", true, &api.QueryOptions{Namespace: "tiny"})
+	must.NoError(t, err)
+	must.SliceEmpty(t, allocs, must.Sprint("a held job stays without allocations"))
+
+	status, out = putGov(t, gov, "/v1/jobs", sleepJob("control-2gpu", "ml", false))
+	must.Eq(t, 200, status, must.Sprint(out))
+	must.StrContains(t, out, "allot: job ml/control-2gpu admitted")
+	c.WaitForAlloc("ml", "control-2gpu", 60*time.Second, func(*api.AllocationListStub) error { return nil })
+}
+
+// forceOverLimit: a periodic parent's forced launch is admitted as the
+// child it creates; over the tenant's limit it is refused and no child
+// appears.
+func forceOverLimit(t *testing.T, c *testcluster.Cluster, gov string) {
+	status, out := putGov(t, gov, "/v1/jobs", sleepJob("cron-2gpu", "tiny", true))
+	must.Eq(t, 200, status, must.Sprint(out))
+	status, out = putGov(t, gov, "/v1/job/cron-2gpu/periodic/force?namespace=tiny", ``)
+	must.Eq(t, http.StatusConflict, status, must.Sprint(out))
+	must.StrContains(t, out, "launching a child of tiny/cron-2gpu now is not admitted now")
+	jobs, _, err := c.API.Jobs().PrefixList("cron-2gpu/")
+	must.NoError(t, err)
+	must.SliceEmpty(t, jobs, must.Sprint("no child was launched"))
 }
 
 // diffBody is one generated request.
