@@ -45,7 +45,9 @@ func (p *Proxy) admitAndForward(w http.ResponseWriter, r *http.Request, a admiss
 		build = a.hold
 	}
 	if build == nil {
-		p.countSubmission(a.ns, v)
+		if p.metrics != nil {
+			p.metrics.Submissions.WithLabelValues(a.ns, "refused").Inc()
+		}
 		return refuse(http.StatusConflict, fmt.Sprintf("%s is not admitted now (nothing was changed): %s%s", a.what, v.Reason, a.why))
 	}
 	pieces, err := build(v)
