@@ -3,7 +3,11 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -60,4 +64,53 @@ func TestE2E_JobMetaSeal(t *testing.T) {
 		w := e.why("team-a", "sealed")
 		must.StrContains(t, w.Reason, "limit")
 	})
+}
+
+// TestE2E_SealHoldsForGeneratedBodies: the seal the proxy writes verifies
+// on the job as Nomad stores it, whatever Nomad fills in (device counts,
+// counts from scaling, default resources, datacenters, node pool, implied
+// constraints), for bodies of the differential test's generator. The key
+// is read from Nomad Variables, where the governor created it.
+func TestE2E_SealHoldsForGeneratedBodies(t *testing.T) {
+	start := time.Now()
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "gpu-1.hcl")
+	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(inventory, "gpu-1")), 0o644))
+	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: []testcluster.ClientSpec{{
+		Name: "gpu-1", NodePool: "gpu", PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)},
+		Ready: testcluster.HasDevices("nvidia/gpu/H200", 4)}}})
+	_, err := c.API.Namespaces().Register(&api.Namespace{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"}}, nil)
+	must.NoError(t, err)
+	g := c.StartGovernor()
+
+	gen := &bodyGen{r: rand.New(rand.NewSource(diffSeed + 1))}
+	var sealed []string
+	for i := 0; i < 80; i++ {
+		b := gen.next(i)
+		status, _ := putGov(t, g.Addr, b.path, string(b.body))
+		if status == 200 && b.governed {
+			sealed = append(sealed, b.id)
+		}
+	}
+	v, _, err := c.API.Variables().Read(jobmeta.DefaultKeyPath, &api.QueryOptions{Namespace: jobmeta.DefaultKeyNamespace})
+	must.NoError(t, err, must.Sprint("the governor keeps its key in Nomad Variables"))
+	key, err := base64.StdEncoding.DecodeString(v.Items["key"])
+	must.NoError(t, err)
+	s, err := jobmeta.NewSealer(key)
+	must.NoError(t, err)
+	checked := 0
+	for _, id := range sealed {
+		j, _, err := c.API.Jobs().Info(id, &api.QueryOptions{Namespace: "ml"})
+		must.NoError(t, err)
+		if j.IsPeriodic() || j.IsParameterized() {
+			must.False(t, jobmeta.HasOwned(j.Meta), must.Sprintf("a parent carries no governor record: %v", j.Meta))
+			continue
+		}
+		rec, err := s.Verify(j)
+		must.NoError(t, err, must.Sprintf("%s: %v", id, j.Meta))
+		must.True(t, rec.Queued() || rec.Admitted())
+		checked++
+	}
+	t.Logf("%d of %d stored governed jobs sealed and verified in %s", checked, len(sealed), time.Since(start).Round(time.Millisecond))
+	must.Greater(t, 25, checked)
 }
