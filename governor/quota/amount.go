@@ -3,12 +3,18 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
 
 // ErrBadAmount is wrapped by every error about an unparsable amount.
 var ErrBadAmount = errors.New("bad amount")
+
+// MaxAmount bounds every amount (2^53: about 8 ZiB of memory in MiB, or
+// 9·10^15 MHz or devices). Amounts up to it are exact as float64, and the
+// quotas of a whole cohort add up without overflowing an int64.
+const MaxAmount int64 = 1 << 53
 
 // memoryUnits maps a memory suffix to its size in MiB (as a fraction for
 // the sub-MiB units, which must still come out whole).
@@ -52,19 +58,39 @@ func ParseAmount(res, s string) (int64, error) {
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("%w: %q is not a non-negative whole number%s", ErrBadAmount, s, unitHint(res))
 	}
+	if n > MaxAmount {
+		return 0, tooLarge(s)
+	}
 	return n, nil
 }
 
+// scaled multiplies the number before a unit by the unit's size: in
+// integers when both are whole (exact for any amount up to MaxAmount),
+// else in floating point, where the result must still come out whole.
 func scaled(orig, num string, factor float64) (int64, error) {
-	f, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || f < 0 {
+	num = strings.TrimSpace(num)
+	if n, err := strconv.ParseInt(num, 10, 64); err == nil && n >= 0 && factor >= 1 && factor == math.Trunc(factor) {
+		if n > MaxAmount/int64(factor) {
+			return 0, tooLarge(orig)
+		}
+		return n * int64(factor), nil
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(f >= 0) {
 		return 0, fmt.Errorf("%w: %q is not a non-negative number with a unit", ErrBadAmount, orig)
 	}
 	v := f * factor
-	if v != float64(int64(v)) || v > 1<<53 {
+	if v > float64(MaxAmount) {
+		return 0, tooLarge(orig)
+	}
+	if v != math.Trunc(v) {
 		return 0, fmt.Errorf("%w: %q is not a whole number of base units", ErrBadAmount, orig)
 	}
 	return int64(v), nil
+}
+
+func tooLarge(s string) error {
+	return fmt.Errorf("%w: %q is above the largest amount, %d", ErrBadAmount, s, MaxAmount)
 }
 
 func unitHint(res string) string {
