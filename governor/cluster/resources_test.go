@@ -3,11 +3,13 @@ package cluster
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // groupsOf decodes a job body the way the proxy and the watcher do and
@@ -84,4 +86,35 @@ func TestSystemJobsAreGovernedNotStopped(t *testing.T) {
 		must.Eq(t, 100, c.Priority)
 		must.NotEq(t, engine.Stopped, c.State, must.Sprintf("%s jobs are governed", typ))
 	}
+}
+
+// TestRealAllocationsCountAsPlaced: an allocation Nomad 1.6.1 placed (the
+// recorded listing) has the shape its group asks for, so it counts as
+// placed and started: an admitted job whose allocation runs is never
+// taken for one whose update replaces it, nor requeued by the gang
+// timeout.
+func TestRealAllocationsCountAsPlaced(t *testing.T) {
+	_, final := loadFixtures(t)
+	s := NewStore(nil, nil)
+	s.Reset(final)
+	snap := s.Snapshot(metaNow)
+	j, ok := s.Job("ml", "direct")
+	must.True(t, ok)
+	admitted := *j
+	admitted.State, admitted.AdmittedAt = engine.Admitted, metaNow.Add(-time.Hour)
+	snap.Jobs = []*engine.Job{&admitted}
+	cfg := engine.Config{GangTimeout: time.Minute, Classes: map[string]engine.Class{"standard": {Priority: 50}}}
+	snap.Tenants = map[string]*engine.Tenant{"ml": {Tenant: quota.Tenant{Namespace: "ml", Cohort: "default", Weight: 1}}}
+	p := engine.Decide(cfg, snap)
+	_, decided := p.Decision("ml", "direct")
+	must.False(t, decided, must.Sprint("its running allocation counts as placed and started"))
+
+	bigger := admitted
+	bigger.Groups = append([]engine.Group(nil), admitted.Groups...)
+	bigger.Groups[0].MemoryMB++
+	snap.Jobs = []*engine.Job{&bigger}
+	p = engine.Decide(cfg, snap)
+	d, decided := p.Decision("ml", "direct")
+	must.True(t, decided, must.Sprint("control: an allocation of another shape is replaced, not placed"))
+	must.Eq(t, engine.Requeue, d.Action)
 }
