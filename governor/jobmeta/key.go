@@ -19,6 +19,9 @@ const (
 	DefaultKeyNamespace = api.DefaultNamespace
 )
 
+// ErrMalformedKey means a key was found but is not a usable key.
+var ErrMalformedKey = errors.New("malformed admission key")
+
 // keyItem is the variable item that holds the key (base64).
 const keyItem = "key"
 
@@ -81,10 +84,10 @@ func keyFromFile(path string) ([]byte, error) {
 func decodeKey(s, where string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not base64: %w", where, err)
+		return nil, fmt.Errorf("%s: %w: not base64: %v", where, ErrMalformedKey, err)
 	}
 	if len(key) < KeySize {
-		return nil, fmt.Errorf("%s: key has %d bytes, needs at least %d", where, len(key), KeySize)
+		return nil, fmt.Errorf("%s: %w: %d bytes, needs at least %d", where, ErrMalformedKey, len(key), KeySize)
 	}
 	return key, nil
 }
