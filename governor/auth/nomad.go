@@ -105,7 +105,7 @@ func (n *nomadACL) resolve(ctx context.Context, secret string, now time.Time) (c
 	}
 	var tok api.ACLToken
 	if err := n.get(ctx, "/v1/acl/token/self", secret, &tok); err != nil {
-		return nil, time.Time{}, disabledOr(err)
+		return nil, time.Time{}, err // errACLDisabled included: the caller turns it into "allowed"
 	}
 	if tok.ExpirationTime != nil && !tok.ExpirationTime.IsZero() {
 		if !tok.ExpirationTime.After(now) {
@@ -127,19 +127,10 @@ func (n *nomadACL) resolve(ctx context.Context, secret string, now time.Time) (c
 	return c, until, err
 }
 
-// disabledOr turns Nomad's "ACL support disabled" into a caller allowed
-// everything, which the cache keeps like any answer.
-func disabledOr(err error) error {
-	if errors.Is(err, errACLDisabled) {
-		return errACLDisabled
-	}
-	return err
-}
-
 func (n *nomadACL) anonymous(ctx context.Context) (*Caller, error) {
 	a, err := n.compile(ctx, "", []string{"anonymous"})
 	if err != nil {
-		return nil, disabledOr(err)
+		return nil, err
 	}
 	return &Caller{Type: TypeAnonymous, acl: a}, nil
 }
