@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
@@ -54,73 +54,69 @@ func (p *Proxy) dispatch(w http.ResponseWriter, r *http.Request, parentID string
 		return p.passOn(w, r, body)
 	}
 
-	parent, err := p.storedJob(r, t.Namespace, parentID)
+	parent, err := p.current(r, t.Namespace, parentID)
 	if err == errNotFound {
 		return p.passOn(w, r, body) // Nomad answers
 	}
 	if err != nil {
 		return err
 	}
-	if !parent.IsParameterized() {
-		return p.passOn(w, r, body) // Nomad refuses it
+	if parent.State != engine.Stopped {
+		return p.passOn(w, r, body) // not a parent: Nomad refuses it
 	}
-	if err := dispatchMeta(req.Meta, parent.Meta); err != nil {
+	if err := dispatchMeta(req.Meta, parent.Class); err != nil {
 		return err
 	}
-	child := childOf(parent, req.Meta)
-	if _, _, err := p.classOf(t.Namespace, child.Meta); err != nil {
+	if _, _, err := p.classOf(t.Namespace, map[string]string{jobmeta.Class: parent.Class}); err != nil {
 		return err
 	}
-	cand := cluster.ConvertJob(child)
-	cand.ID = parentID + "/dispatch-pending-" + fmt.Sprint(time.Now().UnixNano())
+	cand := childOf(parent, parentID+"/dispatch-pending-"+fmt.Sprint(time.Now().UnixNano()))
+	cand.Dispatched = true
 	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("dispatching %s/%s", t.Namespace, parentID),
 		why: " (Nomad cannot hold a dispatched job)", cand: cand, body: unchanged(first),
-		done: func(_ reconcile.Verdict, data []byte) []byte { p.rememberChild(child, data); return data }})
+		done: func(_ reconcile.Verdict, data []byte) []byte { p.rememberChild(cand, data); return data }})
 }
 
 // dispatchMeta refuses dispatch meta the child must not carry: a
 // governor-owned key, or a class other than the parent's (the child runs
 // at the parent's Priority, which the parent's class set).
-func dispatchMeta(meta, parent map[string]string) error {
+func dispatchMeta(meta map[string]string, parentClass string) error {
 	for k, v := range meta {
 		switch {
 		case jobmeta.Owned(k):
 			return badRequest(fmt.Sprintf("dispatch meta key %q belongs to the governor", k))
-		case k == jobmeta.Class && v != parent[jobmeta.Class]:
+		case k == jobmeta.Class && v != parentClass:
 			return badRequest(fmt.Sprintf("a dispatch cannot change the class (%q): the child runs at its parent's priority; register a parent of that class", v))
 		}
 	}
 	return nil
 }
 
-// childOf is the child Nomad's Job.Dispatch creates from parent: the
-// parent's spec, not parameterized, dispatched, with the dispatch meta
-// merged over the parent's.
-func childOf(parent *api.Job, meta map[string]string) *api.Job {
-	child := *parent
-	child.ParameterizedJob, child.Dispatched, child.ParentID = nil, true, parent.ID
-	child.Meta = make(map[string]string, len(parent.Meta)+len(meta))
-	for k, v := range parent.Meta {
-		child.Meta[k] = v
-	}
-	for k, v := range meta {
-		child.Meta[k] = v
-	}
-	child.Meta = jobmeta.StripOwned(child.Meta)
-	return &child
+// childOf is what a child of parent (dispatched, or launched by a
+// periodic force) asks for, under ID id: the parent's spec, not yet
+// admitted, with no governor record (Nomad copies the parent's meta, and
+// the parent carries none of the governor's keys).
+func childOf(parent *engine.Job, id string) *engine.Job {
+	c := *parent
+	c.ID, c.State, c.Dispatched = id, engine.Queued, false
+	c.QueuedAt, c.AdmittedAt, c.RequeuedAt, c.Requeues, c.PreemptedBy = time.Time{}, time.Time{}, time.Time{}, 0, ""
+	c.StoppedByUser, c.Dead, c.Reserved = false, false, false
+	c.Groups = append([]engine.Group(nil), parent.Groups...)
+	return &c
 }
 
-// rememberChild lets the store see the child Nomad created (until its
-// own event, which is newer, replaces it).
-func (p *Proxy) rememberChild(child *api.Job, data []byte) {
+// rememberChild lets the store see the child Nomad created under its own
+// ID, unless its own event came first.
+func (p *Proxy) rememberChild(cand *engine.Job, data []byte) {
 	var resp api.JobDispatchResponse
 	if json.Unmarshal(data, &resp) != nil || resp.DispatchedJobID == "" {
 		return
 	}
-	j := *child
-	j.ID, j.Name = &resp.DispatchedJobID, &resp.DispatchedJobID
-	j.JobModifyIndex = &resp.JobCreateIndex
-	now := time.Now().UnixNano()
-	j.SubmitTime = &now
-	p.store.UpsertJob(&j)
+	if _, ok := p.store.Job(cand.Namespace, resp.DispatchedJobID); ok {
+		return
+	}
+	c := *cand
+	c.ID, c.State, c.Version = resp.DispatchedJobID, engine.Direct, resp.JobCreateIndex
+	c.SubmittedAt = time.Now().UTC()
+	p.store.PutEngineJob(&c)
 }

@@ -4,9 +4,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // Audit #17 (proxy side): bodies over the cap get 413, admission
@@ -104,4 +107,24 @@ func TestPeriodicForceAdmitsTheChild(t *testing.T) {
 			must.False(t, pending, must.Sprint("no reservation left behind"))
 		})
 	}
+}
+
+// A dispatch-only or scale-only token cannot read jobs; the proxy then
+// weighs the parent or the scaled job as its store knows it (from Nomad's
+// event stream) and reads nothing for the caller.
+func TestStoreKnownJobsNeedNoRead(t *testing.T) {
+	f := newFixture(t, true)
+	f.store.UpsertJob(paramJob(1))
+	status, out := put(t, f.srv.URL+"/v1/job/param/dispatch?namespace=ml", `{}`)
+	must.Eq(t, 200, status, must.Sprint(out))
+	must.Eq(t, []string{"caller-secret"}, f.nomad.tokens, must.Sprint("only the dispatch reached Nomad"))
+
+	running := runningJob()
+	must.NoError(t, f.sealer.Admit(running, jobmeta.Record{}, jobmeta.Stamp{Now: time.Now()}))
+	now := time.Now().UnixNano()
+	running.SubmitTime = &now
+	f.store.UpsertJob(running)
+	status, out = put(t, f.srv.URL+"/v1/job/running/scale?namespace=ml", `{"Count":3,"Target":{"Group":"g"}}`)
+	must.Eq(t, http.StatusConflict, status, must.Sprint(out))
+	must.Eq(t, 1, len(f.nomad.tokens), must.Sprint("nothing read for the refused scale"))
 }

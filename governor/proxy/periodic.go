@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // periodicForce admits the child a forced launch of a periodic job
@@ -29,23 +29,19 @@ func (p *Proxy) periodicForce(w http.ResponseWriter, r *http.Request, id string)
 	if !p.governed(t.Namespace) {
 		return p.passOn(w, r, body)
 	}
-	parent, err := p.storedJob(r, t.Namespace, id)
+	parent, err := p.current(r, t.Namespace, id)
 	if err == errNotFound {
 		return p.passOn(w, r, body)
 	}
 	if err != nil {
 		return err
 	}
-	if !parent.IsPeriodic() || (parent.Stop != nil && *parent.Stop) {
-		return p.passOn(w, r, body) // Nomad refuses or launches nothing
+	if parent.State != engine.Stopped {
+		return p.passOn(w, r, body) // not a parent: Nomad refuses it
 	}
-	child := childOf(parent, nil)
-	child.Periodic, child.Dispatched = nil, false
-	if _, _, err := p.classOf(t.Namespace, child.Meta); err != nil {
+	if _, _, err := p.classOf(t.Namespace, map[string]string{jobmeta.Class: parent.Class}); err != nil {
 		return err
 	}
-	cand := cluster.ConvertJob(child)
-	cand.ID, cand.State = id+"/periodic-pending", engine.Queued
 	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("launching a child of %s/%s now", t.Namespace, id),
-		cand: cand, body: unchanged(body)})
+		cand: childOf(parent, id+"/periodic-pending"), body: unchanged(body)})
 }

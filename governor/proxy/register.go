@@ -196,10 +196,10 @@ func carry(cand *engine.Job, prev *engine.Job) {
 }
 
 // preserveCounts applies PreserveCounts as Nomad's Job.Register does:
-// every group the stored job has keeps the stored count. The stored job
-// is read from Nomad with the caller's token; a new job keeps its counts.
+// every group the stored job has keeps the stored count. A new job keeps
+// its counts.
 func (p *Proxy) preserveCounts(r *http.Request, j *api.Job) error {
-	stored, err := p.storedJob(r, *j.Namespace, *j.ID)
+	stored, err := p.current(r, *j.Namespace, *j.ID)
 	if err == errNotFound {
 		return nil
 	}
@@ -207,10 +207,8 @@ func (p *Proxy) preserveCounts(r *http.Request, j *api.Job) error {
 		return err
 	}
 	counts := map[string]int{}
-	for _, tg := range stored.TaskGroups {
-		if tg != nil && tg.Name != nil && tg.Count != nil {
-			counts[*tg.Name] = *tg.Count
-		}
+	for _, g := range stored.Groups {
+		counts[g.Name] = g.Count
 	}
 	for _, tg := range j.TaskGroups {
 		if c, ok := counts[*tg.Name]; ok {
@@ -218,6 +216,24 @@ func (p *Proxy) preserveCounts(r *http.Request, j *api.Job) error {
 		}
 	}
 	return bounds(j)
+}
+
+// current is the engine view (a copy) of job ns/id as Nomad stores it
+// now: the store's, which Nomad's event stream keeps and which needs no
+// capability beyond the route's own (a dispatch-only token cannot read
+// jobs), else the job read from Nomad with the caller's token. Periodic
+// and parameterized parents, like stopped jobs, are engine.Stopped.
+func (p *Proxy) current(r *http.Request, ns, id string) (*engine.Job, error) {
+	if j, ok := p.store.Job(ns, id); ok {
+		cp := *j
+		cp.Groups = append([]engine.Group(nil), j.Groups...)
+		return &cp, nil
+	}
+	aj, err := p.storedJob(r, ns, id)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.ConvertStored(aj, p.sealer), nil
 }
 
 // storedJob reads job ns/id as Nomad stores it, with the caller's token.

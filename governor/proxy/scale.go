@@ -6,7 +6,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // scale admits a scale-up of a governed job: when the allocations it
@@ -43,29 +44,29 @@ func (p *Proxy) scale(w http.ResponseWriter, r *http.Request, id string) error {
 	if err := within(fmt.Sprintf("group %q count", group), *req.Count, MaxGroupCount); err != nil {
 		return err
 	}
-	cur, err := p.storedJob(r, t.Namespace, id)
+	cur, err := p.current(r, t.Namespace, id)
 	if err == errNotFound {
 		return p.passOn(w, r, body)
 	}
 	if err != nil {
 		return err
 	}
-	if (cur.Stop != nil && *cur.Stop) || cur.IsPeriodic() || cur.IsParameterized() || !grows(cur, group, int(*req.Count)) {
-		return p.passOn(w, r, body)
+	if cur.State == engine.Stopped || cur.State == engine.Queued || !grows(cur, group, int(*req.Count)) {
+		return p.passOn(w, r, body) // runs nothing now, or does not grow
 	}
-	if _, _, err := p.classOf(t.Namespace, cur.Meta); err != nil {
+	if _, _, err := p.classOf(t.Namespace, map[string]string{jobmeta.Class: cur.Class}); err != nil {
 		return err
 	}
-	cand := cluster.ConvertJob(cur)
-	return p.admitAndForward(w, r, admission{ns: t.Namespace, cand: cand, keep: true, body: unchanged(first),
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, cand: cur, keep: true, body: unchanged(first),
 		what: fmt.Sprintf("scaling %s/%s group %q to %d", t.Namespace, id, group, *req.Count)})
 }
 
-// grows sets group g of j to count n and tells whether that grows it.
-func grows(j *api.Job, g string, n int) bool {
-	for _, tg := range j.TaskGroups {
-		if tg != nil && str(tg.Name) == g && tg.Count != nil && n > *tg.Count {
-			tg.Count = &n
+// grows sets group g of j (a copy) to count n and tells whether that
+// grows it.
+func grows(j *engine.Job, g string, n int) bool {
+	for i := range j.Groups {
+		if j.Groups[i].Name == g && n > j.Groups[i].Count {
+			j.Groups[i].Count = n
 			return true
 		}
 	}
