@@ -3,7 +3,9 @@ package inventory
 import (
 	"errors"
 	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
@@ -32,7 +34,9 @@ func FuzzInventory(f *testing.F) {
 		devs := inv.Devices()
 		checkDevices(t, inv, devs)
 		must.Eq(t, devs, inv.Devices())
-		_ = applyHealth(append([]accel.Device(nil), devs...), inv.Unhealthy, fuzzFile)
+		healthy := append([]accel.Device(nil), devs...)
+		_ = applyHealth(healthy, inv.Unhealthy, fuzzFile)
+		checkDevices(t, inv, healthy)
 
 		out := render(inv)
 		back, diags := Parse("back.hcl", out, "other")
@@ -77,6 +81,10 @@ func checkDevices(t *testing.T, inv *Inventory, devs []accel.Device) {
 		ids[d.ID] = true
 		must.NonNegative(t, d.Index)
 		must.NonNegative(t, d.MemoryMiB)
+		for _, s := range []string{d.ID, d.Vendor, d.Model, d.MIGProfile, d.DriverVersion, d.CUDAVersion, d.ComputeCapability, d.HealthDesc} {
+			must.True(t, utf8.ValidString(s), must.Sprintf("%q is not UTF-8: Nomad's plugin protocol cannot carry it", s))
+		}
+		must.False(t, strings.Contains(d.Model, "/") || strings.Contains(d.Vendor, "/"), must.Sprintf("%s/%s splits a device ID", d.Vendor, d.Model))
 		if d.MIGParent != "" {
 			must.True(t, ids[d.MIGParent], must.Sprintf("MIG %s before its parent %s", d.ID, d.MIGParent))
 		}

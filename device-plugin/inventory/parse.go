@@ -68,6 +68,9 @@ var (
 // Parse reads an inventory file's source; filename is used in error
 // positions. Every problem is reported as an hcl diagnostic with its line.
 func Parse(filename string, src []byte, defaultSeed string) (*Inventory, hcl.Diagnostics) {
+	if diags := checkUTF8(filename, src); diags.HasErrors() {
+		return nil, diags
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags
@@ -101,6 +104,9 @@ func parseModel(blk *hclsyntax.Block) (*Model, hcl.Diagnostics) {
 	if len(blk.Labels) != 1 || blk.Labels[0] == "" {
 		return nil, errAt(blk.DefRange(), "block needs one label", fmt.Sprintf("write %s \"<model>\" { … }", blk.Type))
 	}
+	if d := checkName(blk.Labels[0], "model", blk.LabelRanges[0]); d.HasErrors() {
+		return nil, d
+	}
 	m := &Model{Kind: blk.Type, Name: blk.Labels[0], Count: 1, NVLinkLinks: -1, rng: blk.DefRange()}
 	m.Vendor, m.Topology = "nvidia", "nvswitch"
 	if blk.Type == "npu" {
@@ -122,6 +128,9 @@ func parseModel(blk *hclsyntax.Block) (*Model, hcl.Diagnostics) {
 	diags = append(diags, decodeAttr(b, "nvlink_links", &m.NVLinkLinks)...)
 	diags = append(diags, decodeAttr(b, "islands", &m.Islands)...)
 	diags = append(diags, decodeAttr(b, "numa_nodes", &m.NUMANodes)...)
+	if a, ok := b.Attributes["vendor"]; ok && !diags.HasErrors() {
+		diags = append(diags, checkName(m.Vendor, "vendor", a.Expr.Range())...)
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -179,6 +188,9 @@ func validateModel(m *Model, b *hclsyntax.Body) hcl.Diagnostics {
 func parseMIG(blk *hclsyntax.Block, m *Model) (*MIG, hcl.Diagnostics) {
 	if len(blk.Labels) != 1 || blk.Labels[0] == "" {
 		return nil, errAt(blk.DefRange(), "mig block needs one label", `write mig "<profile>" { … }, e.g. mig "1g.18gb"`)
+	}
+	if d := checkName(blk.Labels[0], "mig profile", blk.LabelRanges[0]); d.HasErrors() {
+		return nil, d
 	}
 	mig := &MIG{Profile: blk.Labels[0], Count: 1, rng: blk.DefRange()}
 	var diags hcl.Diagnostics

@@ -2,6 +2,9 @@ package inventory
 
 import (
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -67,4 +70,40 @@ func (inv *Inventory) duplicateIDs() hcl.Diagnostics {
 		from[d.ID] = m
 	})
 	return diags
+}
+
+// checkUTF8 refuses a file that is not UTF-8, at its first bad byte: HCL
+// would take such bytes into labels and strings, and Nomad's plugin
+// protocol (protobuf) cannot carry them, so the fingerprint would fail.
+func checkUTF8(filename string, src []byte) hcl.Diagnostics {
+	pos := hcl.InitialPos
+	for len(src) > 0 {
+		r, size := utf8.DecodeRune(src)
+		if r == utf8.RuneError && size <= 1 {
+			end := pos
+			end.Byte, end.Column = pos.Byte+1, pos.Column+1
+			return errAt(hcl.Range{Filename: filename, Start: pos, End: end}, "invalid UTF-8",
+				fmt.Sprintf("byte 0x%02x is not UTF-8 text", src[0]))
+		}
+		pos.Byte += size
+		pos.Column++
+		if r == '\n' {
+			pos.Line, pos.Column = pos.Line+1, 1
+		}
+		src = src[size:]
+	}
+	return nil
+}
+
+// checkName refuses a model, vendor or MIG profile name that would not
+// make a clean Nomad device ID ("vendor/type/model"): "/" splits the ID,
+// and spaces or control characters cannot be written in a jobspec.
+func checkName(name, what string, rng hcl.Range) hcl.Diagnostics {
+	bad := name == "" || strings.Contains(name, "/") || strings.IndexFunc(name, func(r rune) bool {
+		return unicode.IsSpace(r) || !unicode.IsPrint(r)
+	}) >= 0
+	if !bad {
+		return nil
+	}
+	return errAt(rng, "bad "+what+" name", fmt.Sprintf("%q: a %s name is non-empty, without \"/\", spaces or control characters", name, what))
 }

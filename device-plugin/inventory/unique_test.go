@@ -101,3 +101,33 @@ func TestAudit26_DuplicateIDsGuard(t *testing.T) {
 	must.Eq(t, 5, diags[0].Subject.Start.Line)
 	must.StrContains(t, diags[0].Detail, "repeats a device of the block on line 1")
 }
+
+// TestNamesAndTextAreClean checks what FuzzInventory found: a file that is
+// not UTF-8 (here an unquoted label with a stray byte) was accepted, and
+// Nomad's plugin protocol cannot carry such a model name. Names that
+// would split or garble a device ID ("vendor/type/model") are refused too.
+func TestNamesAndTextAreClean(t *testing.T) {
+	cases := map[string]struct {
+		src      string
+		wantSrc  string
+		wantText string
+	}{
+		"fuzz: label with a byte that is not UTF-8": {src: "gpu \xe600{}", wantSrc: ":1,5", wantText: "byte 0xe6 is not UTF-8 text"},
+		"not UTF-8 on a later line":                 {src: "gpu \"H200\" {\n  compute_capability = \"9.\xff\"\n}\n", wantSrc: ":2,27", wantText: "invalid UTF-8"},
+		"slash in a model":                          {src: "gpu \"H200/x\" {\n}\n", wantSrc: ":1,5", wantText: `bad model name: "H200/x"`},
+		"space in a model":                          {src: "gpu \"H 200\" {\n}\n", wantSrc: ":1,5", wantText: "bad model name"},
+		"control character in a model":              {src: "gpu \"H\\u0000\" {\n}\n", wantSrc: ":1,5", wantText: "bad model name"},
+		"slash in a vendor":                         {src: "gpu \"H200\" {\n  vendor = \"a/b\"\n}\n", wantSrc: ":2,12", wantText: "bad vendor name"},
+		"space in a mig profile":                    {src: "gpu \"A100\" {\n  mig \"1g 10gb\" {\n    gpus = [0]\n  }\n}\n", wantSrc: ":2,7", wantText: "bad mig profile name"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := writeInventory(t, "bad.hcl", tc.src)
+			_, err := New(path).Fingerprint(context.Background())
+			var fe *accel.FingerprintError
+			must.True(t, errors.As(err, &fe), must.Sprintf("error %v", err))
+			must.Eq(t, path+tc.wantSrc, fe.Source)
+			must.StrContains(t, err.Error(), tc.wantText)
+		})
+	}
+}
