@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/shoenig/test/must"
 )
@@ -54,6 +55,10 @@ func checkChips(t *testing.T, chips []Chip) {
 		must.NotEq(t, "", c.Name)
 		must.NotEq(t, "", c.Health)
 		must.StrHasPrefix(t, "Ascend", ModelName(c.Name))
+		must.False(t, strings.Contains(ModelName(c.Name), "/"), must.Sprintf("model %q splits a device ID", ModelName(c.Name)))
+		for _, s := range []string{c.Name, c.Health, c.BusID} {
+			must.True(t, utf8.ValidString(s), must.Sprintf("%q is not UTF-8: Nomad's plugin protocol cannot carry it", s))
+		}
 		for _, v := range []float64{c.PowerW, c.TemperatureC, c.AICorePct} {
 			must.False(t, math.IsNaN(v) || math.IsInf(v, 0), must.Sprintf("%v is not finite", v))
 		}

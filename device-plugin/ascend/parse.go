@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -71,7 +72,10 @@ type parser struct {
 }
 
 func (p *parser) feed(raw string) error {
-	s := strings.TrimSpace(raw)
+	// A non-UTF-8 byte (a banner in a local encoding, a corrupt line)
+	// must not reach a device attribute: Nomad's plugin protocol cannot
+	// carry it.
+	s := strings.TrimSpace(strings.ToValidUTF8(raw, "\uFFFD"))
 	if !strings.HasPrefix(s, "|") {
 		return nil // borders and banners
 	}
@@ -111,6 +115,9 @@ func (p *parser) npuRow(first, cells []string) error {
 	id, err := parseID(first[0])
 	if err != nil {
 		return fmt.Errorf("NPU id %w", err)
+	}
+	if strings.IndexFunc(first[1], func(r rune) bool { return r == '/' || r == utf8.RuneError || !unicode.IsPrint(r) }) >= 0 {
+		return fmt.Errorf("NPU %d name %q is not a chip name", id, first[1])
 	}
 	c := &Chip{NPU: id, Name: first[1], Health: strings.TrimSpace(cells[1])}
 	if c.Health == "" {

@@ -81,6 +81,18 @@ func TestAudit25_ParserRefusesWhatItCannotRead(t *testing.T) {
 			out:  table(npu0, chip0, npu0, chip0),
 			want: "line 6: NPU 0 chip 0: device id 0 already used by the chip row on line 4",
 		},
+		"slash in a chip name": {
+			out:  table("| 0 910B/3 | OK | 93.6 36 0 / 0 |", chip0),
+			want: `line 3: NPU 0 name "910B/3" is not a chip name`,
+		},
+		"control character in a chip name": {
+			out:  table("| 0 910B\x013 | OK | 93.6 36 0 / 0 |", chip0),
+			want: `line 3: NPU 0 name "910B\x013" is not a chip name`,
+		},
+		"byte that is not UTF-8 in a chip name": {
+			out:  table("| 0 910B\xff | OK | 93.6 36 0 / 0 |", chip0),
+			want: "line 3: NPU 0 name \"910B\uFFFD\" is not a chip name",
+		},
 		"line longer than the scanner allows": {
 			out:  table(npu0, chip0, "| "+strings.Repeat("x", maxLine)+" |"),
 			want: "line 5: bufio.Scanner: token too long",
@@ -93,6 +105,15 @@ func TestAudit25_ParserRefusesWhatItCannotRead(t *testing.T) {
 			must.Nil(t, chips)
 		})
 	}
+}
+
+// TestAudit25_TextIsUTF8 checks that bytes that are not UTF-8 never reach
+// a device attribute (a health value here), whatever the table says.
+func TestAudit25_TextIsUTF8(t *testing.T) {
+	chips, err := ParseInfo(table("| 0 910B3 | Warn\xffing | 93.6 36 0 / 0 |", "| 0 | 0000:C1:00.0 | 0 0 / 0 3161 / 65536 |"))
+	must.NoError(t, err)
+	must.Len(t, 1, chips)
+	must.Eq(t, "Warn\ufffding", chips[0].Health)
 }
 
 // TestAudit25_FirstLineKeepsCharactersWhole checks that the "unrecognised
