@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+
+	gapi "github.com/allot-sh/allot/governor/api"
 )
 
 // sleepTmpl is a batch job of one allocation that sleeps %s seconds on %d
@@ -38,6 +41,30 @@ job %q {
 }
 `
 
+// systemTmpl is a system job of team-a asking %d GPUs per node.
+const systemTmpl = `
+job %q {
+  namespace = "team-a"
+  type      = "system"
+  node_pool = "gpu"
+  priority  = %d
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+        device "nvidia/gpu" { count = %d }
+      }
+    }
+  }
+}
+`
+
 // runSleep submits a sleepTmpl job with the real nomad CLI through the
 // governor and returns its output and error.
 func (e *env) runSleep(id, secs string, gpus int) (string, error) {
@@ -48,6 +75,28 @@ func (e *env) runSleep(id, secs string, gpus int) (string, error) {
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_NAMESPACE=", "NOMAD_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// runCLI runs the nomad CLI against addr.
+func (e *env) runCLI(addr string, args ...string) (string, error) {
+	cmd := exec.Command(e.nomad, args...)
+	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+addr, "NOMAD_NAMESPACE=", "NOMAD_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// gpuUsage is team-a's GPU usage as the governor at gov reports it.
+func gpuUsage(gov *gapi.Client) (int64, error) {
+	ts, err := gov.Tenants(context.Background())
+	if err != nil {
+		return 0, err
+	}
+	for _, tn := range ts.Tenants {
+		if tn.Namespace == "team-a" {
+			return tn.Usage["gpu"], nil
+		}
+	}
+	return 0, fmt.Errorf("no tenant team-a")
 }
 
 // gpusRunning counts the GPUs of job ns/id's running allocations.
@@ -131,5 +180,50 @@ func TestE2E_Accounting(t *testing.T) {
 		must.NoError(t, err, must.Sprint(out))
 		must.StrContains(t, out, "admitted", must.Sprint("the capacity was free all along"))
 		must.True(t, *e.job("team-a", "done").Stop)
+		e.stop("team-a", "probe")
+	})
+
+	t.Run("audit #4: system jobs governed per eligible node (system_jobs = govern)", func(t *testing.T) {
+		e.g.Kill()
+		cfg := filepath.Join(e.dir, "govern.hcl")
+		must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nsystem_jobs = \"govern\"\n"), 0o644))
+		g := e.c.StartGovernor("-config", cfg)
+		gov := &gapi.Client{Address: g.Addr}
+		write := func(id string, prio, gpus int) string {
+			p := filepath.Join(e.dir, id+".nomad.hcl")
+			must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(systemTmpl, id, prio, gpus)), 0o644))
+			return p
+		}
+		// 1 GPU on each of the two GPU nodes: 2 of team-a's 4.
+		out, err := e.runCLI(g.Addr, "job", "run", "-detach", write("sys1", 50, 1))
+		must.NoError(t, err, must.Sprint(out))
+		must.StrContains(t, out, "admitted")
+		e.c.Eventually(time.Minute, "sys1 on both nodes, counted once per node", func() error {
+			if n := e.gpusRunning("team-a", "sys1"); n != 2 {
+				return fmt.Errorf("sys1 runs %d GPUs", n)
+			}
+			if u, err := gpuUsage(gov); err != nil || u != 2 {
+				return fmt.Errorf("team-a uses %d GPUs (%v)", u, err)
+			}
+			return nil
+		})
+		// 2 GPUs on each node: 4 more.
+		out, err = e.runCLI(g.Addr, "job", "run", "-detach", write("sys2", 50, 2))
+		must.NoError(t, err, must.Sprint(out))
+		must.StrContains(t, out, "is QUEUED")
+		must.StrContains(t, out, "limit: needs 4 gpu; tenant team-a uses 2 of limit 4")
+		// Straight to Nomad at priority 100, within the limit: held all the same.
+		out, err = e.runCLI(e.c.Addr(), "job", "run", "-detach", write("sys3", 100, 1))
+		must.NoError(t, err, must.Sprint(out))
+		e.c.Eventually(30*time.Second, "sys3 held", func() error {
+			j := e.job("team-a", "sys3")
+			if !*j.Stop {
+				return fmt.Errorf("sys3 runs at priority %d", *j.Priority)
+			}
+			return nil
+		})
+		w, err := gov.Why(context.Background(), "team-a", "sys3")
+		must.NoError(t, err)
+		must.StrContains(t, w.Reason, "priority")
 	})
 }
