@@ -90,7 +90,8 @@ type Config struct {
 	SavedEventInterval string `codec:"saved_event_interval"`
 	// PollInterval is how often LATEST is checked.
 	PollInterval string `codec:"poll_interval"`
-	// NoCgroups disables the executor's cgroup containment.
+	// NoCgroups disables the executor's cgroup containment and the
+	// driver's limits; only with isolation "none".
 	NoCgroups bool `codec:"no_cgroups"`
 	// MaxKillTimeout mirrors the client's max_kill_timeout, which Nomad
 	// does not pass to drivers. When set, a task whose checkpoint timeout
