@@ -92,12 +92,7 @@ func TestE2E_SealHoldsForGeneratedBodies(t *testing.T) {
 			sealed = append(sealed, b.id)
 		}
 	}
-	v, _, err := c.API.Variables().Read(jobmeta.DefaultKeyPath, &api.QueryOptions{Namespace: jobmeta.DefaultKeyNamespace})
-	must.NoError(t, err, must.Sprint("the governor keeps its key in Nomad Variables"))
-	key, err := base64.StdEncoding.DecodeString(v.Items["key"])
-	must.NoError(t, err)
-	s, err := jobmeta.NewSealer(key)
-	must.NoError(t, err)
+	s := sealerFromNomad(t, c)
 	checked := 0
 	for _, id := range sealed {
 		j, _, err := c.API.Jobs().Info(id, &api.QueryOptions{Namespace: "ml"})
@@ -113,4 +108,17 @@ func TestE2E_SealHoldsForGeneratedBodies(t *testing.T) {
 	}
 	t.Logf("%d of %d stored governed jobs sealed and verified in %s", checked, len(sealed), time.Since(start).Round(time.Millisecond))
 	must.Greater(t, 25, checked)
+}
+
+// sealerFromNomad is a sealer with the key the governor keeps in Nomad
+// Variables (read with the cluster's own client).
+func sealerFromNomad(t *testing.T, c *testcluster.Cluster) *jobmeta.Sealer {
+	t.Helper()
+	v, _, err := c.API.Variables().Read(jobmeta.DefaultKeyPath, &api.QueryOptions{Namespace: jobmeta.DefaultKeyNamespace})
+	must.NoError(t, err, must.Sprint("the governor keeps its key in Nomad Variables"))
+	key, err := base64.StdEncoding.DecodeString(v.Items["key"])
+	must.NoError(t, err)
+	s, err := jobmeta.NewSealer(key)
+	must.NoError(t, err)
+	return s
 }

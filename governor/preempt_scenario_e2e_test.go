@@ -94,7 +94,7 @@ func (e *preemptEnv) checkVictims(t *testing.T, old map[string]string) map[strin
 		j := e.job("team-a", id)
 		must.True(t, held(j), must.Sprintf("%s is held: %v", id, j.Meta))
 		must.Eq(t, "1", j.Meta["allot.requeues"])
-		must.Eq(t, "team-b/b-train", j.Meta["allot.preempted-by"])
+		must.Eq(t, sealerFromNomad(t, e.c).Ref("team-b/b-train"), j.Meta["allot.preempted-by"], must.Sprint("an opaque reference to the preemptor (audit #27)"))
 		must.True(t, e.hasEvent(old[id], "^Checkpoint requested"), must.Sprint(e.c.TaskEvents(old[id], "train")))
 		m := requestedStep.FindStringSubmatch(e.c.TaskLogs(old[id], "train", "stdout"))
 		must.SliceLen(t, 2, m, must.Sprintf("%s checkpointed when stopped", id))

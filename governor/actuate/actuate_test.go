@@ -210,7 +210,7 @@ func TestApplyOne(t *testing.T) {
 				must.Eq(t, []*api.RegisterOptions{{EnforceIndex: true, ModifyIndex: 5}}, f.writes)
 				must.True(t, *f.written.Stop)
 				must.Eq(t, jobmeta.Record{State: jobmeta.StateQueued, QueuedAt: now.Add(-time.Hour), Requeues: 2,
-					RequeuedAt: now, PreemptedBy: []string{"ml/boss"}}, record(t, f))
+					RequeuedAt: now, PreemptedBy: []string{sealer.Ref("ml/boss")}}, record(t, f))
 			},
 		},
 		"a victim remembers every recent preemptor, most recent last": {
@@ -219,7 +219,7 @@ func TestApplyOne(t *testing.T) {
 			},
 			d: requeueDecision(5, "ml/boss"), changed: true,
 			check: func(t *testing.T, f *fakeJobs) {
-				must.Eq(t, []string{"ml/other", "ml/boss"}, record(t, f).PreemptedBy)
+				must.Eq(t, []string{sealer.Ref("ml/other"), sealer.Ref("ml/boss")}, record(t, f).PreemptedBy)
 			},
 		},
 		"requeue of a gang timeout keeps the preemptors": {
@@ -229,7 +229,7 @@ func TestApplyOne(t *testing.T) {
 				r := record(t, f)
 				must.Eq(t, 1, r.Requeues)
 				must.Eq(t, now, r.QueuedAt)
-				must.Eq(t, []string{"ml/old"}, r.PreemptedBy)
+				must.Eq(t, []string{sealer.Ref("ml/old")}, r.PreemptedBy)
 			},
 		},
 		"requeue of a direct job ignores its forged requeue meta": {
@@ -239,7 +239,7 @@ func TestApplyOne(t *testing.T) {
 			d: requeueDecision(5, "ml/boss"), changed: true,
 			check: func(t *testing.T, f *fakeJobs) {
 				must.Eq(t, jobmeta.Record{State: jobmeta.StateQueued, QueuedAt: now, Requeues: 1, RequeuedAt: now,
-					PreemptedBy: []string{"ml/boss"}}, record(t, f))
+					PreemptedBy: []string{sealer.Ref("ml/boss")}}, record(t, f))
 			},
 		},
 		"a requeue never restarts or touches a job the user stopped": {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -44,13 +45,13 @@ func TestConvertStoredReadsOnlySealedRecords(t *testing.T) {
 			job: func(t *testing.T) *api.Job {
 				return sealedJob(t, s, "j", func(j *api.Job) error { return s.Requeue(j, victim, "b/third", jobmeta.Stamp{Now: metaNow}) })
 			},
-			want: engine.Job{State: engine.Queued, QueuedAt: at, Requeues: 4, RequeuedAt: metaNow, PreemptedBy: "b/boss b/other b/third"},
+			want: engine.Job{State: engine.Queued, QueuedAt: at, Requeues: 4, RequeuedAt: metaNow, PreemptedBy: refs(s, "b/boss", "b/other", "b/third")},
 		},
 		"admitted": {
 			job: func(t *testing.T) *api.Job {
 				return sealedJob(t, s, "j", func(j *api.Job) error { return s.Admit(j, victim, jobmeta.Stamp{Now: metaNow}) })
 			},
-			want: engine.Job{State: engine.Admitted, QueuedAt: at, AdmittedAt: metaNow, Requeues: 3, RequeuedAt: at, PreemptedBy: "b/boss b/other"},
+			want: engine.Job{State: engine.Admitted, QueuedAt: at, AdmittedAt: metaNow, Requeues: 3, RequeuedAt: at, PreemptedBy: refs(s, "b/boss", "b/other")},
 		},
 		"forged admitted meta is a direct job (audit #11)": {
 			job: func(*testing.T) *api.Job {
@@ -145,7 +146,9 @@ func TestRecordOfRoundTrips(t *testing.T) {
 	at := metaNow.Add(-time.Hour)
 	prev := jobmeta.Record{State: jobmeta.StateQueued, QueuedAt: at, Requeues: 2, RequeuedAt: at, PreemptedBy: []string{"ml/a"}}
 	j := sealedJob(t, s, "j", func(j *api.Job) error { return s.Hold(j, prev, jobmeta.Stamp{Now: metaNow}) })
-	must.Eq(t, prev, RecordOf(ConvertStored(j, s)))
+	want := prev
+	want.PreemptedBy = []string{s.Ref("ml/a")} // unresolved outside a store
+	must.Eq(t, want, RecordOf(ConvertStored(j, s)))
 	must.Eq(t, jobmeta.Record{}, RecordOf(nil))
 }
 
@@ -183,4 +186,35 @@ func TestAudit19_StoredJobsKeepWhatNeedsATokenInView(t *testing.T) {
 			must.Eq(t, "raw_exec", j.TaskGroups[0].Tasks[0].Driver)
 		})
 	}
+}
+
+// refs joins the opaque references of keys, as ConvertStored leaves them
+// without a store to resolve them.
+func refs(s *jobmeta.Sealer, keys ...string) string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, s.Ref(k))
+	}
+	return strings.Join(out, " ")
+}
+
+// TestAudit27_StoreResolvesPreemptorReferences: the victim's meta holds
+// opaque references; the store maps those of jobs it knows back to
+// "ns/id" for the engine, whatever order the listing has, and leaves the
+// others as references that match no job.
+func TestAudit27_StoreResolvesPreemptorReferences(t *testing.T) {
+	s := testSealer(t)
+	victim := sealedJob(t, s, "victim", func(j *api.Job) error {
+		return s.Requeue(j, jobmeta.Record{State: jobmeta.StateAdmitted, PreemptedBy: []string{"ml/gone"}}, "ml/boss", jobmeta.Stamp{Now: metaNow})
+	})
+	must.StrNotContains(t, victim.Meta[jobmeta.PreemptedBy], "ml/")
+	boss := api.NewBatchJob("boss", "boss", "global", 70)
+	boss.Namespace = pointerTo("ml")
+	store := NewStore(nil, nil)
+	store.UseSealer(s)
+	store.Reset(&Initial{Jobs: []*api.Job{victim, boss}})
+	got, ok := store.Job("ml", "victim")
+	must.True(t, ok)
+	must.Eq(t, s.Ref("ml/gone")+" ml/boss", got.PreemptedBy)
+	must.Eq(t, []string{s.Ref("ml/gone"), "ml/boss"}, RecordOf(got).PreemptedBy)
 }

@@ -51,6 +51,8 @@ type Store struct {
 	changed chan struct{}
 	// sealer verifies the governor records of stored jobs (UseSealer).
 	sealer *jobmeta.Sealer
+	// refs maps opaque preemptor references to job keys (refs.go).
+	refs map[string]string
 	// reserved holds the proxy's reservations, deadAt when finished jobs
 	// were first seen finished, prunedAt the last sweep (prune.go).
 	reserved map[string]reservation
@@ -112,6 +114,7 @@ func (s *Store) Reset(in *Initial) {
 			s.deregAt[key] = idx
 		}
 	}
+	s.noteRefs(in.Jobs)
 	for _, j := range in.Jobs {
 		s.putJob(j, true)
 	}
@@ -163,7 +166,7 @@ func (s *Store) putAlloc(a *api.Allocation) {
 // putJob stores a job unless the store holds a newer version of it (force
 // ignores versions, for full listings).
 func (s *Store) putJob(j *api.Job, force bool) {
-	s.putConverted(ConvertStored(j, s.sealer), force)
+	s.putConverted(s.convert(j), force)
 }
 
 // putConverted stores converted job c (see putJob). It does not replace
@@ -218,7 +221,7 @@ func (s *Store) deregistered(key string, idx uint64) {
 // make it reserve nothing until its event arrives).
 func (s *Store) UpsertJob(j *api.Job) {
 	s.mu.Lock()
-	c := ConvertStored(j, s.sealer)
+	c := s.convert(j)
 	if c.State != engine.Queued && c.State != engine.Stopped {
 		c.Dead = false
 	}

@@ -34,8 +34,9 @@ const (
 	// Requeues counts how often the governor stopped the job after
 	// admitting it (preemption, gang timeout).
 	Requeues = "allot.requeues"
-	// PreemptedBy lists the "ns/id" of the jobs whose preemption requeued
-	// this one, space-separated, most recent last.
+	// PreemptedBy lists the jobs whose preemption requeued this one, as
+	// opaque references (Sealer.Ref of their "ns/id"), space-separated,
+	// most recent last.
 	PreemptedBy = "allot.preempted-by"
 	// Epoch is the leader term of the governor that wrote the record.
 	Epoch = "allot.epoch"

@@ -17,7 +17,8 @@ type Record struct {
 	AdmittedAt time.Time
 	RequeuedAt time.Time
 	Requeues   int
-	// PreemptedBy lists preemptors' "ns/id", most recent last.
+	// PreemptedBy lists the preemptors, most recent last: opaque
+	// references (Sealer.Ref) as stored; a writer also accepts "ns/id".
 	PreemptedBy []string
 	Epoch       uint64
 	SubmittedBy string

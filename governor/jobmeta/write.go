@@ -50,8 +50,9 @@ func (s *Sealer) Hold(job *api.Job, prev Record, st Stamp) error {
 
 // Requeue stops a running job and queues it again: it keeps its original
 // queued-at (now when it has none), allot.requeues grows by one,
-// allot.requeued-at is now and preemptor (when not empty) is appended to
-// allot.preempted-by (at most 8 kept).
+// allot.requeued-at is now and preemptor ("ns/id", when not empty) is
+// appended to allot.preempted-by as its opaque reference (Ref; at most 8
+// kept).
 func (s *Sealer) Requeue(job *api.Job, prev Record, preemptor string, st Stamp) error {
 	r := carried(prev, st)
 	r.State = StateQueued
@@ -60,8 +61,8 @@ func (s *Sealer) Requeue(job *api.Job, prev Record, preemptor string, st Stamp) 
 	}
 	r.Requeues++
 	r.RequeuedAt = st.Now
-	if preemptor != "" {
-		r.PreemptedBy = withPreemptor(r.PreemptedBy, preemptor)
+	if ref := s.Ref(preemptor); preemptor != "" && ref != "" {
+		r.PreemptedBy = withPreemptor(r.PreemptedBy, ref)
 	}
 	return s.write(job, r, true, st.Now)
 }
@@ -97,6 +98,7 @@ func (s *Sealer) write(job *api.Job, r Record, stop bool, now time.Time) error {
 	if job.ID == nil || *job.ID == "" {
 		return errNoJobID
 	}
+	r.PreemptedBy = s.refs(r.PreemptedBy) // prev may name preemptors by key (cluster.RecordOf)
 	meta := StripOwned(job.Meta)
 	if meta == nil {
 		meta = map[string]string{}

@@ -23,7 +23,7 @@ func TestWriters(t *testing.T) {
 		"admit carries the queue history": {
 			write: func(j *api.Job) error { return s.Admit(j, queued, Stamp{Now: now, Epoch: 3}) },
 			want: Record{State: StateAdmitted, QueuedAt: t0, AdmittedAt: now, Requeues: 2, RequeuedAt: t0.Add(time.Minute),
-				PreemptedBy: []string{"ml/a"}, Epoch: 3, SubmittedBy: "acc-1"},
+				PreemptedBy: []string{s.Ref("ml/a")}, Epoch: 3, SubmittedBy: "acc-1"},
 		},
 		"hold of a new job queues it now": {
 			write: func(j *api.Job) error { return s.Hold(j, Record{}, Stamp{Now: now, SubmittedBy: "acc-2"}) },
@@ -33,17 +33,17 @@ func TestWriters(t *testing.T) {
 		"an edit of a held job keeps its place": {
 			write: func(j *api.Job) error { return s.Hold(j, queued, Stamp{Now: now}) },
 			want: Record{State: StateQueued, QueuedAt: t0, Requeues: 2, RequeuedAt: t0.Add(time.Minute),
-				PreemptedBy: []string{"ml/a"}, SubmittedBy: "acc-1"},
+				PreemptedBy: []string{s.Ref("ml/a")}, SubmittedBy: "acc-1"},
 			stop: true,
 		},
 		"hold of a running job queues it now, history kept": {
 			write: func(j *api.Job) error { return s.Hold(j, running, Stamp{Now: now}) },
-			want:  Record{State: StateQueued, QueuedAt: now, Requeues: 1, RequeuedAt: t0, PreemptedBy: []string{"ml/a"}},
+			want:  Record{State: StateQueued, QueuedAt: now, Requeues: 1, RequeuedAt: t0, PreemptedBy: []string{s.Ref("ml/a")}},
 			stop:  true,
 		},
 		"requeue keeps its place and counts": {
 			write: func(j *api.Job) error { return s.Requeue(j, running, "ml/b", Stamp{Now: now}) },
-			want:  Record{State: StateQueued, QueuedAt: t0, Requeues: 2, RequeuedAt: now, PreemptedBy: []string{"ml/a", "ml/b"}},
+			want:  Record{State: StateQueued, QueuedAt: t0, Requeues: 2, RequeuedAt: now, PreemptedBy: []string{s.Ref("ml/a"), s.Ref("ml/b")}},
 			stop:  true,
 		},
 		"requeue of a direct job": {
@@ -113,4 +113,19 @@ func TestParse(t *testing.T) {
 	r = Parse(map[string]string{State: StateQueued, Requeues: "4", Epoch: "7", PreemptedBy: "ml/a ml/b"})
 	must.Eq(t, Record{State: StateQueued, Requeues: 4, Epoch: 7, PreemptedBy: []string{"ml/a", "ml/b"}}, r)
 	must.Eq(t, "ml/b", r.LastPreemptor())
+}
+
+// TestAudit27_PreemptedByNamesNoOtherTenant: a victim's meta records its
+// preemptors as opaque references, not as "ns/id".
+func TestAudit27_PreemptedByNamesNoOtherTenant(t *testing.T) {
+	s := testSealer()
+	j := MakeJob("victim", "team-a").Build()
+	must.NoError(t, s.Requeue(j, Record{State: StateAdmitted}, "ml-prod/secret-run", Stamp{Now: t0}))
+	must.StrNotContains(t, j.Meta[PreemptedBy], "ml-prod")
+	must.True(t, IsRef(j.Meta[PreemptedBy]))
+	must.Eq(t, s.Ref("ml-prod/secret-run"), j.Meta[PreemptedBy])
+	must.NotEq(t, s.Ref("ml-prod/secret-run"), s.Ref("ml-prod/other"))
+	other, err := NewSealer([]byte("another key, also thirty-two bytes long"))
+	must.NoError(t, err)
+	must.NotEq(t, s.Ref("ml-prod/secret-run"), other.Ref("ml-prod/secret-run"), must.Sprint("keyed"))
 }

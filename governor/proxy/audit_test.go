@@ -285,7 +285,7 @@ func TestAudit18_ResubmitCarriesTheStoredRecord(t *testing.T) {
 	must.Eq(t, 200, status, must.Sprint(out))
 	meta := metaOf(sentJob(t, f, "PUT /v1/jobs"))
 	must.Eq(t, "1", meta["allot.requeues"].(string))
-	must.Eq(t, "ml/preemptor", meta["allot.preempted-by"].(string))
+	must.Eq(t, f.sealer.Ref("ml/preemptor"), meta["allot.preempted-by"].(string), must.Sprint("an opaque reference (audit #27)"))
 	must.Eq(t, requeued.Format(time.RFC3339Nano), meta["allot.requeued-at"].(string))
 	must.StrNotContains(t, meta["allot.queued-at"].(string), "2000-01-01")
 	must.Eq(t, "ana", meta["owner"].(string))
