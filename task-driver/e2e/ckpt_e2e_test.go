@@ -205,6 +205,9 @@ func (s *suite) configErrors(t *testing.T) {
 	job3, _ := s.c.RegisterHCL("noblock.nomad.hcl", noBlockJob)
 	alloc = running(s.c, *job3.ID)
 	waitLog(t, s.c, alloc.ID, `sig=SIGUSR1 dir=`+regexp.QuoteMeta(s.dirOf("noblock"))+`\n`, time.Minute)
+	// Isolated by default: nobody, PID 1 of its own namespace, in a chroot
+	// without the host's /root.
+	waitLog(t, s.c, alloc.ID, `uid=65534 pid=1 host_root=no\n`, time.Minute)
 	stopJob(t, s.c, *job3.ID)
 }
 
@@ -284,7 +287,7 @@ job "noblock" {
       driver = "ckpt"
       config {
         command = "/bin/sh"
-        args    = ["-c", "echo sig=$ALLOT_CHECKPOINT_SIGNAL dir=$ALLOT_CHECKPOINT_DIR; exec sleep 300"]
+        args    = ["-c", "echo sig=$ALLOT_CHECKPOINT_SIGNAL dir=$ALLOT_CHECKPOINT_DIR; echo uid=$(id -u) pid=$$ host_root=$(test -e /root && echo yes || echo no); exec sleep 300"]
       }
       resources {
         cpu    = 50

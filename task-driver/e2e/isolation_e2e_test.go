@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -197,6 +198,7 @@ func (s *isoSuite) devices(t *testing.T) {
 	must.RegexMatch(t, opened("/opt/stray/nvidia7", ".*: Operation not permitted"), out,
 		must.Sprint("the device cgroup refuses an unreserved GPU"))
 	must.StrContains(t, out, fmt.Sprintf("nodes=nvidia%d \n", own[0]))
+	s.execAndStats(t, a.ID)
 
 	two, _ := s.c.RegisterHCL("gpu2.nomad.hcl", probeJob("gpu2", "ml-research", "", 2, devScript))
 	a2 := s.c.WaitForAlloc("ml-research", *two.ID, 90*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
@@ -228,4 +230,31 @@ func (s *isoSuite) minors(t *testing.T, visible string) []int {
 // opened matches devScript's line for node with the outcome regexp want.
 func opened(node, want string) *regexp.Regexp {
 	return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(node) + ` => (` + want + `)$`)
+}
+
+// execAndStats checks that nomad alloc exec runs inside the isolated task
+// as its user (its own PID namespace, its /dev) and that the executor's
+// resource usage reaches Nomad.
+func (s *isoSuite) execAndStats(t *testing.T, allocID string) {
+	nomad, err := testcluster.NomadBinary()
+	must.NoError(t, err)
+	cmd := exec.Command(nomad, "alloc", "exec", "-address="+s.c.Addr(), "-namespace=ml-research", "-task=train", allocID,
+		"/bin/sh", "-c", "echo exec uid=$(id -u) procs=$(ls /proc | grep -c '^[0-9]') gpus=$(ls /dev | grep -c '^nvidia[0-9]')")
+	out, err := cmd.CombinedOutput()
+	must.NoError(t, err, must.Sprintf("nomad alloc exec: %s", out))
+	// The task's sleep, the exec'd shell and its children: a handful of
+	// pids, not the host's hundreds.
+	must.RegexMatch(t, regexp.MustCompile(`exec uid=65534 procs=[1-9] gpus=1\n`), string(out))
+
+	s.c.Eventually(30*time.Second, "task resource usage", func() error {
+		stats, err := s.c.API.Allocations().Stats(&api.Allocation{ID: allocID, Namespace: "ml-research"}, nil)
+		if err != nil {
+			return err
+		}
+		ts := stats.Tasks["train"]
+		if ts == nil || ts.ResourceUsage == nil || ts.ResourceUsage.MemoryStats == nil || len(ts.ResourceUsage.MemoryStats.Measured) == 0 {
+			return fmt.Errorf("no measured memory stats yet: %+v", stats.Tasks)
+		}
+		return nil
+	})
 }
