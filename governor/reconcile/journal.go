@@ -97,7 +97,8 @@ func records(plan *engine.Plan, res actuate.Result) []Record {
 	for _, p := range plan.Preemptions {
 		rec := Record{Time: plan.Now, Kind: "preemption", Namespace: p.Namespace, JobID: p.JobID, Class: p.Class, Cause: p.Cause, Reason: p.Reason}
 		for _, v := range p.Victims {
-			if d, ok := applied[v.Namespace+"/"+v.JobID]; ok && d.Action == engine.Requeue {
+			// A dispatched victim is stopped rather than requeued.
+			if d, ok := applied[v.Namespace+"/"+v.JobID]; ok && (d.Action == engine.Requeue || d.Action == engine.Stop) {
 				rec.Victims = append(rec.Victims, v)
 			}
 		}
