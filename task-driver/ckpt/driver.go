@@ -210,6 +210,7 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *drivers.E
 	if !ok {
 		return nil, drivers.ErrTaskNotFound
 	}
+	h.held.release()
 	ch := make(chan *drivers.ExitResult)
 	go func() {
 		defer close(ch)
@@ -237,6 +238,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	if !ok {
 		return drivers.ErrTaskNotFound
 	}
+	h.held.release()
 	return h.stop(timeout, signal)
 }
 

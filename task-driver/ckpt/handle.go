@@ -35,6 +35,9 @@ type taskHandle struct {
 	guard pidGuard
 	// ckptUID is the uid LATEST must belong to.
 	ckptUID int
+	// held, for a recovered task, holds the events of RecoverTask until
+	// the client can take them (recover.go); nil for started tasks.
+	held *heldEvents
 
 	ckptDir       string
 	signal        syscall.Signal

@@ -3,6 +3,7 @@ package ckpt
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"github.com/hashicorp/nomad/drivers/shared/executor"
@@ -62,8 +63,10 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 		return fmt.Errorf("recovering task %s: reattaching to executor: %w", handle.Config.ID, err)
 	}
 	name, sig, _ := parseSignal(st.CheckpointSignal)
+	held := &heldEvents{emit: d.emitter(st.TaskConfig)}
 	h := d.newHandle(st.TaskConfig, taskSettings{signal: sig, signalName: name, timeout: st.CheckpointTimeout},
-		st.CheckpointDir, d.emitter(st.TaskConfig))
+		st.CheckpointDir, held.send)
+	h.held = held
 	h.exec, h.pluginClient, h.pid, h.startedAt = exec, client, st.Pid, st.StartedAt
 	h.ckptUID = uid
 	h.isolated = st.Isolation == IsolationChroot
@@ -79,6 +82,46 @@ func (d *Driver) RecoverTask(handle *drivers.TaskHandle) error {
 	d.startBackground(h)
 	d.logger.Info("recovered task", "task_id", st.TaskConfig.ID, "pid", st.Pid, "checkpoint_dir", st.CheckpointDir)
 	return nil
+}
+
+// heldEvents holds a recovered task's events until the client waits for
+// the task. Nomad 1.6 calls RecoverTask while it restores the allocation,
+// before it registers the task's event handler, and drops what the driver
+// emits meanwhile ("no handler registered for event"); the task runner
+// calls WaitTask once the allocation runs, and release sends them then.
+type heldEvents struct {
+	emit func(event)
+
+	mu       sync.Mutex
+	held     []event
+	released bool
+}
+
+// send emits ev, or holds it until release.
+func (e *heldEvents) send(ev event) {
+	e.mu.Lock()
+	if !e.released {
+		e.held = append(e.held, ev)
+		e.mu.Unlock()
+		return
+	}
+	e.mu.Unlock()
+	e.emit(ev)
+}
+
+// release emits what was held and lets later events through; a nil
+// receiver (a task this driver started) does nothing.
+func (e *heldEvents) release() {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	held := e.held
+	e.held, e.released = nil, true
+	e.mu.Unlock()
+	for _, ev := range held {
+		e.emit(ev)
+	}
 }
 
 // recoveredOwner is the uid LATEST must belong to: recorded, or for older

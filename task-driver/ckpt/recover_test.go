@@ -274,10 +274,11 @@ func TestAudit28_RecoverTaskVerifiesThePid(t *testing.T) {
 		ev := subscribeInProcess(t, second)
 		must.NoError(t, second.RecoverTask(handle))
 		must.False(t, verified(t, second, task.ID))
-		seen := ev.collect(t, MsgPidNotVerified)
-		must.StrContains(t, seen[len(seen)-1], fmt.Sprintf("pid %d started at tick", pid))
+		// The client waits for the task, which releases the held events.
 		res := waitExit(t, second, task.ID)
 		must.Eq(t, 9, res.Signal, must.Sprintf("the executor's record of the task's exit: %+v", res))
+		seen := ev.collect(t, MsgPidNotVerified)
+		must.StrContains(t, seen[len(seen)-1], fmt.Sprintf("pid %d started at tick", pid))
 		must.NoError(t, second.StopTask(task.ID, 2*time.Second, "SIGINT"))
 		must.NoError(t, second.DestroyTask(task.ID, true))
 		must.NoError(t, first.Impl().DestroyTask(task.ID, true))
@@ -307,6 +308,10 @@ func TestAudit28_RecoverTaskVerifiesThePid(t *testing.T) {
 			ev := subscribeInProcess(t, second)
 			must.NoError(t, second.RecoverTask(handle))
 			must.False(t, verified(t, second, task.ID))
+			waitCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := second.WaitTask(waitCtx, task.ID) // as the client does; releases the held events
+			must.NoError(t, err)
 			ev.collect(t, MsgPidNotVerified)
 			must.SliceEmpty(t, lim.applied())
 			// The stop still asks the task to checkpoint, through the executor.
@@ -327,4 +332,22 @@ func recordedPid(t *testing.T, handle *drivers.TaskHandle) int {
 		t.Fatal(errors.New("StartTask recorded no start time for the task's pid"))
 	}
 	return st.Pid
+}
+
+// TestHeldEventsReleasedOnWait: events of RecoverTask wait for the
+// client (Nomad 1.6 drops driver events sent while it restores an
+// allocation), then go out in order; later events pass straight through.
+func TestHeldEventsReleasedOnWait(t *testing.T) {
+	var out []string
+	e := &heldEvents{emit: func(ev event) { out = append(out, ev.msg) }}
+	e.send(event{msg: "one"})
+	e.send(event{msg: "two"})
+	must.SliceEmpty(t, out)
+	e.release()
+	must.Eq(t, []string{"one", "two"}, out)
+	e.send(event{msg: "three"})
+	e.release()
+	must.Eq(t, []string{"one", "two", "three"}, out)
+	var none *heldEvents
+	none.release() // a started task has nothing held
 }
