@@ -343,3 +343,12 @@ func TestAudit8_GangLargerThanThePoolNeverFits(t *testing.T) {
 	admit, _ := summarize(p)
 	must.Eq(t, []string{"small"}, admit)
 }
+
+func TestAudit24_ReservationWithCallerSetDeadStatusCounts(t *testing.T) {
+	ml := mkTenant("ml").Quota("gpu", 4).Limit("gpu", 4).Build()
+	res := mkJob("ml", "reserved").State(Admitted).Pool("gpu").Device("gpu", 4).Build()
+	res.Dead, res.Reserved = true, true // "Status":"dead" in the caller's body
+	next := mkJob("ml", "next").Pool("gpu").Device("gpu", 1).Build()
+	p := Decide(testConfig(), snap([]*Tenant{ml}, []*Node{gpuNode("n1", 8)}, nil, res, next))
+	must.StrContains(t, p.Verdicts["ml/next"].Reason, "limit: needs 1 gpu; tenant ml uses 4 of limit 4")
+}
