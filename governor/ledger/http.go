@@ -1,0 +1,179 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report kinds served by API.Serve.
+const (
+	ReportUsage    = "usage"
+	ReportCost     = "cost"
+	ReportCapacity = "capacity"
+	ReportAudit    = "audit"
+)
+
+// API answers /allot/v1/usage, /cost, /capacity and /audit. The server
+// authenticates the caller and passes the namespaces it may read.
+type API struct {
+	DB    *DB
+	Rates Rates
+	Now   func() time.Time
+}
+
+// Caller is what API needs to know of the caller: the namespaces it may
+// read (nil: all, a management token) and whether it may verify the chain.
+type Caller struct {
+	Namespaces []string
+	Management bool
+}
+
+// UsageAnswer is the body of /allot/v1/usage.
+type UsageAnswer struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	By    []string  `json:"by"`
+	Rows  []Usage   `json:"rows"`
+}
+
+// CostAnswer is the body of /allot/v1/cost.
+type CostAnswer struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	By    []string  `json:"by"`
+	CostReport
+}
+
+// CapacityAnswer is the body of /allot/v1/capacity: most short first.
+type CapacityAnswer struct {
+	Since time.Time     `json:"since"`
+	Until time.Time     `json:"until"`
+	Pools []Utilization `json:"pools"`
+}
+
+// AuditAnswer is the body of /allot/v1/audit. Verified is set with
+// ?verify=true (management tokens): the number of entries whose chain
+// holds, or the error that breaks it.
+type AuditAnswer struct {
+	Entries     []Entry `json:"entries"`
+	Verified    *int    `json:"verified,omitempty"`
+	VerifyError string  `json:"verify_error,omitempty"`
+}
+
+// Serve answers one report for the caller.
+func (a *API) Serve(kind string, w http.ResponseWriter, r *http.Request, c Caller) {
+	q, err := a.query(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	q.Namespaces = c.Namespaces
+	ctx := r.Context()
+	var out any
+	switch kind {
+	case ReportUsage:
+		var rows []Usage
+		rows, err = a.DB.Usage(ctx, q)
+		out = UsageAnswer{Since: q.Since, Until: q.Until, By: q.By, Rows: rows}
+	case ReportCost:
+		var rep *CostReport
+		if rep, err = a.DB.Cost(ctx, q, a.Rates); err == nil {
+			out = CostAnswer{Since: q.Since, Until: q.Until, By: q.By, CostReport: *rep}
+		}
+	case ReportCapacity:
+		var pools []Utilization
+		pools, err = a.DB.Capacity(ctx, q.Since, q.Until)
+		out = CapacityAnswer{Since: q.Since, Until: q.Until, Pools: pools}
+	case ReportAudit:
+		out, err = a.audit(ctx, r, q, c)
+	default:
+		err = fmt.Errorf("%w: unknown report %q", ErrBadQuery, kind)
+	}
+	switch {
+	case errors.Is(err, ErrBadQuery):
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "ledger: " + err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func (a *API) audit(ctx context.Context, r *http.Request, q Query, c Caller) (AuditAnswer, error) {
+	aq := AuditQuery{Since: q.Since, Until: q.Until, Namespaces: q.Namespaces, Kind: r.URL.Query().Get("kind")}
+	if r.URL.Query().Get("since") == "" {
+		aq.Since = time.Time{}
+	}
+	es, err := a.DB.Entries(ctx, aq)
+	if err != nil {
+		return AuditAnswer{}, err
+	}
+	if !c.Management {
+		// Decisions name other tenants' jobs (victims, preemptors):
+		// their detail is for operators.
+		for i := range es {
+			if strings.HasPrefix(es[i].Kind, KindDecision) {
+				es[i].Detail = "(redacted)"
+			}
+		}
+	}
+	out := AuditAnswer{Entries: es}
+	if v := r.URL.Query().Get("verify"); v == "true" || v == "1" {
+		if !c.Management {
+			return out, fmt.Errorf("%w: verifying the chain needs a management token", ErrBadQuery)
+		}
+		n, err := a.DB.Verify(ctx)
+		out.Verified = &n
+		if err != nil {
+			out.VerifyError = err.Error()
+		}
+	}
+	return out, nil
+}
+
+// query reads since, until (RFC 3339 or Unix seconds) and by (comma list).
+func (a *API) query(r *http.Request) (Query, error) {
+	v := r.URL.Query()
+	var q Query
+	var err error
+	if q.Since, err = parseTime(v.Get("since")); err != nil {
+		return q, err
+	}
+	if q.Until, err = parseTime(v.Get("until")); err != nil {
+		return q, err
+	}
+	if by := v.Get("by"); by != "" {
+		q.By = strings.Split(by, ",")
+	}
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	return q, q.Check(now())
+}
+
+func parseTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0).UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return t, fmt.Errorf("%w: time %q is neither RFC 3339 nor Unix seconds", ErrBadQuery, s)
+	}
+	return t, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,101 @@
+package ledger
+
+import (
+	"context"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+)
+
+// TestIngestExactlyOnce replays the same lifecycle in shuffled, repeated
+// batches: every allocation ends with one row per model and the values of
+// its newest state, and the watermark only moves forward.
+func TestIngestExactlyOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		running := mkAlloc("a1", "ml", "train").task("t", 10, -1, false).devices("t", "H200", 2).index(5).build()
+		done := mkAlloc("a1", "ml", "train").task("t", 10, 70, false).devices("t", "H200", 2).
+			status("complete", "run").index(9).build()
+		other := mkAlloc("a2", "cv", "eval").task("t", 20, 50, true).devices("t", "L4", 1).
+			status("failed", "run").index(7).build()
+		must.NoError(t, db.Ingest(ctx, segs(at(30), running, other), 7))
+		must.NoError(t, db.Ingest(ctx, segs(at(80), done), 9))
+		// Replays of older states, in any order, change nothing.
+		rng := rand.New(rand.NewSource(1))
+		for i := 0; i < 20; i++ {
+			batch := []*api.AllocationListStub{running, other, done}
+			rng.Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+			must.NoError(t, db.Ingest(ctx, segs(at(90+i), batch...), uint64(rng.Intn(9))))
+		}
+		wm, err := db.Watermark(ctx)
+		must.NoError(t, err)
+		must.Eq(t, uint64(9), wm)
+		rows, err := db.Usage(ctx, Query{Since: t0, Until: at(1000), By: []string{"tenant", "model"}})
+		must.NoError(t, err)
+		must.Len(t, 2, rows)
+		must.Eq(t, map[string]string{"tenant": "cv", "model": "nvidia/gpu/L4"}, rows[0].Key)
+		must.Eq(t, int64(30_000), rows[0].DeviceMS)
+		must.Eq(t, int64(1), rows[0].Failures)
+		must.Eq(t, int64(120_000), rows[1].DeviceMS)
+		var n int
+		must.NoError(t, db.SQL().QueryRow(`SELECT COUNT(*) FROM segments`).Scan(&n))
+		must.Eq(t, 2, n)
+	})
+}
+
+func segs(now time.Time, allocs ...*api.AllocationListStub) []Segment {
+	var out []Segment
+	for _, a := range allocs {
+		out = append(out, Segments(a, Context{}, now)...)
+	}
+	return out
+}
+
+// TestAccrueAndVanish: open segments follow the clock; one whose
+// allocation Nomad no longer lists is closed at its last accrual.
+func TestAccrueAndVanish(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		a := mkAlloc("a1", "ml", "train").task("t", 0, -1, false).devices("t", "H200", 1).index(3).build()
+		b := mkAlloc("a2", "ml", "train").task("t", 0, -1, false).devices("t", "H200", 1).index(4).build()
+		must.NoError(t, db.Ingest(ctx, segs(at(10), a, b), 4))
+		n, err := db.Accrue(ctx, at(60))
+		must.NoError(t, err)
+		must.Eq(t, int64(2), n)
+		closed, err := db.CloseVanished(ctx, map[string]bool{"a1": true})
+		must.NoError(t, err)
+		must.Eq(t, 1, closed)
+		_, err = db.Accrue(ctx, at(120))
+		must.NoError(t, err)
+		rows, err := db.Usage(ctx, Query{Since: t0, Until: at(1000), By: []string{"job"}})
+		must.NoError(t, err)
+		must.Len(t, 1, rows)
+		must.Eq(t, int64(120_000+60_000), rows[0].DeviceMS)
+		must.Eq(t, "ml", rows[0].Key["tenant"])
+	})
+}
+
+// TestMigrationsRunOnce reopens a database: no step runs twice, and a
+// schema newer than the binary is refused.
+func TestMigrationsRunOnce(t *testing.T) {
+	ctx := context.Background()
+	path := t.TempDir() + "/l.db"
+	db, err := Open(ctx, DriverSQLite, path)
+	must.NoError(t, err)
+	must.NoError(t, db.Close())
+	db, err = Open(ctx, DriverSQLite, path)
+	must.NoError(t, err)
+	var n int
+	must.NoError(t, db.SQL().QueryRow(`SELECT COUNT(*) FROM ledger_migrations`).Scan(&n))
+	must.Eq(t, SchemaVersion, n)
+	_, err = db.SQL().Exec(`INSERT INTO ledger_migrations (version, applied_ms) VALUES (999, 0)`)
+	must.NoError(t, err)
+	must.NoError(t, db.Close())
+	_, err = Open(ctx, DriverSQLite, path)
+	must.ErrorContains(t, err, "newer than this governor")
+	_, err = Open(ctx, "mysql", "x")
+	must.ErrorIs(t, err, ErrDriver)
+}
