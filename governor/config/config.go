@@ -65,6 +65,8 @@ type Config struct {
 	Auth Auth
 	// Admission configures the admission seal's key (admission.go).
 	Admission Admission
+	// Ledger configures the usage, cost and audit ledger (ledger.go).
+	Ledger Ledger
 }
 
 // Nomad is how the governor reaches Nomad.
@@ -121,6 +123,7 @@ func Default() Config {
 		HTTP:              defaultHTTP(),
 		Limits:            defaultLimits(),
 		Auth:              defaultAuth(),
+		Ledger:            defaultLedger(),
 	}
 }
 
@@ -166,6 +169,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateClasses()...)
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateLedger()...)
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,

@@ -31,6 +31,7 @@ type fileConfig struct {
 	Auth              *fileAuth    `hcl:"auth,block"`
 	AdmissionKeyFile  *string      `hcl:"admission_key_file"`
 	AdmissionKeyNS    *string      `hcl:"admission_key_namespace"`
+	Ledger            *fileLedger  `hcl:"ledger,block"`
 }
 
 type fileNomad struct {
@@ -112,6 +113,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		}
 	}
 	errs = append(errs, c.applySecurity(f)...)
+	errs = append(errs, c.applyLedger(f.Ledger)...)
 	errs = append(errs, c.applyAdmission(fileAdmission{KeyFile: f.AdmissionKeyFile, KeyNamespace: f.AdmissionKeyNS})...)
 	for _, fc := range f.Classes {
 		cl := Class{Priority: fc.Priority, Preemptible: true}
