@@ -17,6 +17,7 @@ import (
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/ledger"
 	"github.com/allot-sh/allot/governor/metrics"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
@@ -58,6 +59,8 @@ type Server struct {
 	RequireClientCert bool
 	// Timeouts bound normal requests; zero fields mean no bound.
 	Timeouts Timeouts
+	// Ledger answers /allot/v1/usage, cost, capacity and audit (nil: 404).
+	Ledger LedgerReports
 }
 
 // Handler returns the whole HTTP surface.
@@ -69,6 +72,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/allot/v1/jobs/", s.authed(s.why))
 	mux.HandleFunc("/allot/v1/classes", s.authed(s.classes))
 	mux.HandleFunc("/allot/v1/decisions", s.authed(s.decisions))
+	for _, kind := range []string{ledger.ReportUsage, ledger.ReportCost, ledger.ReportCapacity, ledger.ReportAudit} {
+		mux.HandleFunc("/allot/v1/"+kind, s.authed(s.ledgerRoute(kind)))
+	}
 	mux.HandleFunc("/healthz", s.health)
 	if s.Debug {
 		mux.HandleFunc("/debug/pprof/", s.management(pprof.Index))
