@@ -23,6 +23,9 @@ func (s *sim) cycle() {
 			byKey[j.key()] = j
 		}
 	}
+	for _, j := range s.held {
+		j.blockedBy = firstFailed(plan.Verdicts[j.key()])
+	}
 	var admits []*jobRun
 	for _, d := range plan.Decisions {
 		j := byKey[d.Namespace+"/"+d.JobID]

@@ -16,6 +16,9 @@ type Sample struct {
 	// Tenant and Demand hold, per tenant (Result.Tenants order), the GPUs
 	// allocated and the GPUs its submitted, unfinished jobs ask for.
 	Tenant, Demand []int
+	// Idle splits the GPUs free while work waited by cause (IdleCause
+	// order); all zero when nothing waited.
+	Idle [numIdleCauses]int
 }
 
 type collector struct {
@@ -75,6 +78,7 @@ func (m *collector) sample(s *sim) {
 			smp.Demand[m.tIdx[j.w.Tenant]] += j.w.GPUs()
 		}
 	}
+	smp.Idle = s.idleSplit()
 	m.samples = append(m.samples, smp)
 }
 

@@ -71,6 +71,9 @@ type jobRun struct {
 	// lastPreemptTry rate-limits nomad-priority preemption attempts.
 	lastPreemptTry time.Duration
 	ended          int
+	// blockedBy is the first failing check of the held job's latest
+	// verdict ("" when it passed or has none yet).
+	blockedBy string
 }
 
 func (j *jobRun) key() string { return j.w.Tenant + "/" + j.w.ID }

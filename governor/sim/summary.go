@@ -80,6 +80,11 @@ type Summary struct {
 	LostGPUHours float64
 	// LongestWait counts jobs still waiting at the end up to End.
 	LongestWait time.Duration
+	// IdleWhileWaiting holds, by IdleCause name, the GPU-hours over Span
+	// that sat free (or held by partly placed jobs) while work waited;
+	// IdleWaitingTotal sums them.
+	IdleWhileWaiting map[string]float64
+	IdleWaitingTotal float64
 }
 
 // Summarize computes a run's metrics.
@@ -132,7 +137,30 @@ func Summarize(r *Result) Summary {
 		sum.Delivered /= float64(r.GPUs) * r.End.Seconds()
 	}
 	sum.Jain = jain(sum.Shares)
+	sum.IdleWhileWaiting, sum.IdleWaitingTotal = idleHours(r, sum.Span)
 	return sum
+}
+
+// idleHours integrates the samples' idle split over span, in GPU-hours.
+func idleHours(r *Result, span time.Duration) (map[string]float64, float64) {
+	out := map[string]float64{}
+	var dt, total float64
+	if len(r.Samples) > 1 {
+		dt = (r.Samples[1].T - r.Samples[0].T).Hours()
+	}
+	for _, c := range IdleCauses() {
+		out[c.String()] = 0
+	}
+	for _, s := range r.Samples {
+		if s.T > span {
+			break
+		}
+		for c, n := range s.Idle {
+			out[IdleCause(c).String()] += float64(n) * dt
+			total += float64(n) * dt
+		}
+	}
+	return out, total
 }
 
 func rates(r *Result, span time.Duration) (alloc, useful, shareErr float64) {

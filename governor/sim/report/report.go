@@ -58,6 +58,38 @@ func Tables(w io.Writer, runs []Run) {
 	statsTable(w, "tenant", runs, func(s sim.Summary) map[string]sim.Stats { return s.WaitByTenant })
 	statsTable(w, "class", runs, func(s sim.Summary) map[string]sim.Stats { return s.WaitByClass })
 	sharesTable(w, runs)
+	IdleTable(w, runs)
+}
+
+// IdleTable writes the GPU-hours that sat idle while work waited, by
+// cause, per policy.
+func IdleTable(w io.Writer, runs []Run) {
+	fmt.Fprintf(w, "GPU-hours idle while work waited, by cause (share of the span's GPU-hours):\n\n| cause |")
+	for _, r := range runs {
+		fmt.Fprintf(w, " %s |", r.Summary.Policy)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(runs)))
+	row := func(name string, get func(sim.Summary) float64) {
+		fmt.Fprintf(w, "| %s |", name)
+		for _, r := range runs {
+			s := r.Summary
+			total := float64(r.Result.GPUs) * s.Span.Hours()
+			v := get(s)
+			pct := 0.0
+			if total > 0 {
+				pct = 100 * v / total
+			}
+			fmt.Fprintf(w, " %.0f (%.1f %%) |", v, pct)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, c := range sim.IdleCauses() {
+		name := c.String()
+		row(name, func(s sim.Summary) float64 { return s.IdleWhileWaiting[name] })
+	}
+	row("**total**", func(s sim.Summary) float64 { return s.IdleWaitingTotal })
+	row("work lost to preemption", func(s sim.Summary) float64 { return s.LostGPUHours })
+	fmt.Fprintln(w)
 }
 
 func statsTable(w io.Writer, by string, runs []Run, get func(sim.Summary) map[string]sim.Stats) {
