@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
@@ -162,7 +163,7 @@ func (d *Driver) fingerprint() *drivers.Fingerprint {
 	if !d.configured {
 		return &drivers.Fingerprint{Health: drivers.HealthStateUndetected, HealthDescription: "not configured"}
 	}
-	if reason := isolationUnsupported(); d.settings.isolated() && reason != "" {
+	if reason := isolationUnsupported(runtime.GOOS, os.Geteuid()); d.settings.isolated() && reason != "" {
 		return &drivers.Fingerprint{Health: drivers.HealthStateUnhealthy, HealthDescription: reason}
 	}
 	root := d.settings.root

@@ -30,13 +30,14 @@ func capabilitiesFor(s settings) *drivers.Capabilities {
 	return &c
 }
 
-// isolationUnsupported says why this host cannot run isolated tasks; it is
-// empty when it can. Nomad's isolating executor needs Linux and root.
-func isolationUnsupported() string {
+// isolationUnsupported says why a host (its OS, the plugin's euid) cannot
+// run isolated tasks; it is empty when it can. Nomad's isolating executor
+// needs Linux and root.
+func isolationUnsupported(goos string, euid int) string {
 	switch {
-	case runtime.GOOS != "linux":
-		return "isolation = \"chroot\" needs Linux, this is " + runtime.GOOS
-	case os.Geteuid() != 0:
+	case goos != "linux":
+		return "isolation = \"chroot\" needs Linux, this is " + goos
+	case euid != 0:
 		return "isolation = \"chroot\" needs the plugin to run as root"
 	}
 	return ""

@@ -62,3 +62,20 @@ func TestCapabilitiesFollowIsolation(t *testing.T) {
 	must.Eq(t, drivers.MountConfigSupportNone, none.MountConfigs)
 	must.Eq(t, drivers.FSIsolationNone, capabilities.FSIsolation, must.Sprint("the shared default is not modified"))
 }
+
+func TestIsolationUnsupported(t *testing.T) {
+	tests := map[string]struct {
+		goos string
+		euid int
+		want string
+	}{
+		"linux as root": {goos: "linux", euid: 0, want: ""},
+		"not root":      {goos: "linux", euid: 1000, want: `isolation = "chroot" needs the plugin to run as root`},
+		"not linux":     {goos: "darwin", euid: 0, want: `isolation = "chroot" needs Linux, this is darwin`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			must.Eq(t, tc.want, isolationUnsupported(tc.goos, tc.euid))
+		})
+	}
+}
