@@ -1,0 +1,120 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/config"
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/reconcile"
+)
+
+// Options are what the governor hands the ledger.
+type Options struct {
+	Config config.Ledger
+	// Client reads Nomad with the governor's own token.
+	Client *api.Client
+	// Store gives classes, queue times and checkpoints of jobs.
+	Store *cluster.Store
+	// Plans gives the latest plan: its queue is the waiting demand.
+	Plans interface{ Latest() *engine.Plan }
+	// Journal is the reconciler's decision journal, persisted here.
+	Journal  *reconcile.Journal
+	Auth     Authenticator
+	Registry prometheus.Registerer
+	Log      hclog.Logger
+}
+
+// Service is a running ledger.
+type Service struct {
+	DB       *DB
+	Recorder *Recorder
+	Auditor  *Auditor
+	API      *API
+}
+
+// Start opens the database (running its migrations) and starts recording
+// until ctx ends.
+func Start(ctx context.Context, o Options) (*Service, error) {
+	c := o.Config
+	dsn := c.Path
+	if c.Driver == DriverPostgres {
+		dsn = c.DSN
+	}
+	db, err := Open(ctx, c.Driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	nomad := &NomadAPI{Client: o.Client}
+	s := &Service{DB: db, Auditor: &Auditor{DB: db, Auth: o.Auth}}
+	s.API = &API{DB: db, Rates: Rates{Currency: c.Currency, Devices: c.DeviceRates, DefaultRate: c.DefaultDeviceRate,
+		CPUGHzHour: c.CPUGHzHour, MemGiBHour: c.MemoryGiBHour, IdlePolicy: c.IdlePolicy}}
+	s.Recorder = &Recorder{DB: db, Nomad: nomad, Stats: nomad, Audit: s.Auditor, Log: o.Log,
+		AccrueEvery: c.AccrueEvery, Context: storeContext(o.Store)}
+	if o.Plans != nil && o.Store != nil {
+		s.Recorder.Waiting = func() map[PoolModel]int64 { return Waiting(o.Plans.Latest(), o.Store.Job) }
+	}
+	if o.Journal != nil {
+		s.Recorder.Decisions = func() []Decision { return FromJournal(o.Journal.Recent()) }
+	}
+	if o.Registry != nil {
+		if err := o.Registry.Register(&Collector{DB: db, CacheFor: 15 * time.Second}); err != nil {
+			return nil, fmt.Errorf("registering ledger metrics: %w", err)
+		}
+	}
+	go s.Recorder.Run(ctx)
+	return s, nil
+}
+
+// Wrap records namespace writes that pass through h (the proxy).
+func (s *Service) Wrap(h http.Handler) http.Handler { return s.Auditor.Wrap(h) }
+
+func storeContext(st *cluster.Store) Context {
+	if st == nil {
+		return Context{}
+	}
+	return Context{
+		Class: func(ns, id string) string {
+			if j, ok := st.Job(ns, id); ok && j.Class != "" {
+				return j.Class
+			}
+			return ""
+		},
+		QueuedAt: func(ns, id string) time.Time {
+			if j, ok := st.Job(ns, id); ok {
+				return j.QueuedAt
+			}
+			return time.Time{}
+		},
+		Checkpoint: st.LastCheckpoint,
+	}
+}
+
+// Waiting sums the devices asked for by the queued jobs of plan, per node
+// pool and device model (resources named "vendor/type/model").
+func Waiting(plan *engine.Plan, job func(ns, id string) (*engine.Job, bool)) map[PoolModel]int64 {
+	out := map[PoolModel]int64{}
+	if plan == nil {
+		return out
+	}
+	for _, v := range plan.Queue {
+		pool := "default"
+		if j, ok := job(v.Namespace, v.JobID); ok && j.NodePool != "" {
+			pool = j.NodePool
+		}
+		for res, n := range v.Request {
+			if strings.Count(res, "/") == 2 && n > 0 {
+				out[PoolModel{Pool: pool, Model: res}] += n
+			}
+		}
+	}
+	return out
+}
