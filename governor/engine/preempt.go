@@ -196,7 +196,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		return "", false
 	}
 	cy.buildPool()
-	s := cy.newSim(j, acct)
+	s := cy.newTrial(j, acct)
 	// A preemptor whose victims are still stopping waits for them rather
 	// than preempting more.
 	if cy.pre.owed[j.Key()] && len(cy.pre.stopping) > 0 && s.feasible(nil) {
@@ -216,7 +216,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 // nominal quota, jobs of cohort tenants above their nominal quota. A job
 // never preempts the job that preempted it last, nor a job already
 // requeued this cycle.
-func (cy *cycle) candidates(j *Job, acct *account, s *sim) []*victim {
+func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	prio := cy.cfg.Classes[cy.className(j)].Priority
 	reclaim := acct.withinNominal(s.req)
 	var out []*victim
@@ -269,7 +269,7 @@ func (a *account) aboveNominal(req quota.Vector) bool {
 // commitPreemption records the decisions: victims requeued, their usage
 // released, the preemptor's request reserved for it (it stays queued
 // until the freed resources show in a snapshot).
-func (cy *cycle) commitPreemption(j *Job, acct *account, s *sim, set []*victim) string {
+func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim) string {
 	cause := CausePriority
 	names := make([]string, 0, len(set))
 	p := Preemption{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j)}

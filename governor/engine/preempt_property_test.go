@@ -114,7 +114,7 @@ func TestPropertyNoPreemptionLoops(t *testing.T) {
 
 // bruteForceFewest finds the fewest victims among cands that let the
 // sim's job run, by trying every subset: independent of choose.
-func bruteForceFewest(s *sim, cands []*victim) int {
+func bruteForceFewest(s *trial, cands []*victim) int {
 	best := -1
 	for mask := 1; mask < 1<<len(cands); mask++ {
 		var set []*victim
@@ -153,7 +153,7 @@ func TestPropertyFewestVictimsMatchesBruteForce(t *testing.T) {
 		cy.jobs = sortedJobs(s.Jobs)
 		cy.prepare(cy.jobs)
 		cy.buildPool()
-		sm := cy.newSim(pre, cy.accts["b"])
+		sm := cy.newTrial(pre, cy.accts["b"])
 		cands := cy.candidates(pre, cy.accts["b"], sm)
 		want := bruteForceFewest(sm, cands)
 		got := choose(sm, cands)

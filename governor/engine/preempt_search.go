@@ -11,10 +11,10 @@ import (
 // pass.
 const exactSearchMax = 8
 
-// sim simulates admitting one queued job after stopping a set of victims
+// trial simulates admitting one queued job after stopping a set of victims
 // (and the allocations Nomad is already stopping). It leaves the cycle's
 // usage and capacity exactly as it found them.
-type sim struct {
+type trial struct {
 	cy      *cycle
 	j       *Job
 	acct    *account
@@ -24,9 +24,9 @@ type sim struct {
 	devs map[string]bool
 }
 
-func (cy *cycle) newSim(j *Job, acct *account) *sim {
+func (cy *cycle) newTrial(j *Job, acct *account) *trial {
 	missing := cy.missing(j)
-	s := &sim{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{}}
+	s := &trial{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{}}
 	for r, n := range s.req {
 		if n > 0 && r != quota.CPU && r != quota.Memory {
 			s.devs[r] = true
@@ -37,7 +37,7 @@ func (cy *cycle) newSim(j *Job, acct *account) *sim {
 
 // relevant reports whether stopping v can help: it holds a device j
 // needs, or j needs no device.
-func (s *sim) relevant(v *victim) bool {
+func (s *trial) relevant(v *victim) bool {
 	if len(s.devs) == 0 {
 		return true
 	}
@@ -68,7 +68,7 @@ func (cy *cycle) addStopping(allocs []*Alloc) {
 
 // feasible reports whether j passes its limit, quota and fit checks once
 // the victims in set and the stopping allocations are gone.
-func (s *sim) feasible(set []*victim) bool {
+func (s *trial) feasible(set []*victim) bool {
 	cy := s.cy
 	s.release(set, 1)
 	failed, cursor := cy.cap.failed, cy.cap.cursor
@@ -87,7 +87,7 @@ func (s *sim) feasible(set []*victim) bool {
 
 // release frees (sign 1) or takes back (sign -1) the usage and capacity
 // of the victims and the stopping allocations.
-func (s *sim) release(set []*victim, sign int64) {
+func (s *trial) release(set []*victim, sign int64) {
 	cy := s.cy
 	for acct, use := range cy.pre.stoppingUse {
 		shiftUsage(acct, use, sign)
@@ -129,7 +129,7 @@ func (c *capacity) shift(a *Alloc, sign int64) {
 
 // choose returns the fewest, cheapest victims that let the job run, nil
 // when even all candidates do not. Candidates come cheapest first.
-func choose(s *sim, cands []*victim) []*victim {
+func choose(s *trial, cands []*victim) []*victim {
 	if len(cands) == 0 || !s.feasible(cands) {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (c setCost) less(o setCost) bool {
 
 // cheapestFeasible tries every k-subset of cands and returns the
 // cheapest that makes room (ties: the first in the candidates' order).
-func cheapestFeasible(s *sim, cands []*victim, k int) []*victim {
+func cheapestFeasible(s *trial, cands []*victim, k int) []*victim {
 	idx := make([]int, k)
 	for i := range idx {
 		idx[i] = i
@@ -203,7 +203,7 @@ func cheapestFeasible(s *sim, cands []*victim, k int) []*victim {
 // greedy finds the shortest feasible prefix of cands by bisection (more
 // victims never make room scarcer), then drops every victim, most
 // expensive first, that the others do not need.
-func greedy(s *sim, cands []*victim) []*victim {
+func greedy(s *trial, cands []*victim) []*victim {
 	lo, hi := 1, len(cands)
 	for lo < hi {
 		mid := (lo + hi) / 2
