@@ -1,6 +1,8 @@
 package ckpt
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/nomad/drivers/shared/executor"
@@ -76,6 +78,44 @@ func TestIsolationUnsupported(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			must.Eq(t, tc.want, isolationUnsupported(tc.goos, tc.euid))
+		})
+	}
+}
+
+// TestObserveIsolatedLimits: for an isolated task the driver only finds
+// the executor's memory cgroup (v1 hierarchy or v2 unified) to read its
+// OOM counter, and writes nothing.
+func TestObserveIsolatedLimits(t *testing.T) {
+	tests := map[string]struct {
+		v2       bool
+		procLine string
+		memDir   string // relative to the cgroup root
+		oomFile  string
+	}{
+		"v1": {procLine: "4:memory:/nomad/abc\n3:cpu,cpuacct:/nomad/abc\n", memDir: "memory/nomad/abc", oomFile: "memory.oom_control"},
+		"v2": {v2: true, procLine: "0::/nomad.slice/a.train.scope\n", memDir: "nomad.slice/a.train.scope", oomFile: "memory.events"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			root, proc := t.TempDir(), t.TempDir()
+			if tc.v2 {
+				must.NoError(t, os.WriteFile(filepath.Join(root, "cgroup.controllers"), nil, 0o644))
+			}
+			must.NoError(t, os.MkdirAll(filepath.Join(proc, "9"), 0o755))
+			must.NoError(t, os.WriteFile(filepath.Join(proc, "9", "cgroup"), []byte(tc.procLine), 0o644))
+			dir := filepath.Join(root, tc.memDir)
+			must.NoError(t, os.MkdirAll(dir, 0o755))
+			c := newCgroupLimiter(root, proc, "a", "train")
+			must.NoError(t, c.observe(9))
+			o := observer{c}
+			must.NoError(t, o.Apply(9, limits{memoryBytes: 1}))
+			must.False(t, o.OOMKilled())
+			must.NoError(t, os.WriteFile(filepath.Join(dir, tc.oomFile), []byte("oom 1\noom_kill 1\n"), 0o644))
+			must.True(t, o.OOMKilled())
+			must.NoError(t, o.Remove())
+			entries, err := os.ReadDir(dir)
+			must.NoError(t, err)
+			must.Len(t, 1, entries, must.Sprint("nothing written but the test's own counter file"))
 		})
 	}
 }
