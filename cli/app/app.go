@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/allot-sh/allot/cli/audit"
 	"github.com/allot-sh/allot/cli/class"
 	"github.com/allot-sh/allot/cli/completion"
 	"github.com/allot-sh/allot/cli/decisions"
@@ -18,6 +19,7 @@ import (
 	"github.com/allot-sh/allot/cli/job"
 	"github.com/allot-sh/allot/cli/queue"
 	"github.com/allot-sh/allot/cli/quota"
+	"github.com/allot-sh/allot/cli/report"
 	"github.com/allot-sh/allot/cli/sim"
 	"github.com/allot-sh/allot/cli/tenant"
 )
@@ -42,6 +44,8 @@ func App(stdout, stderr io.Writer) *cli.App {
 			job.Command(),
 			class.Command(),
 			decisions.Command(),
+			report.Command(),
+			audit.Command(),
 			dev.Command(),
 			sim.Command(),
 			completion.Command(),
