@@ -69,7 +69,15 @@ type Context struct {
 	Class      func(ns, jobID string) string
 	QueuedAt   func(ns, jobID string) time.Time
 	Checkpoint func(allocID string) (time.Time, bool)
+	// Requeued returns when the governor last requeued the job (its
+	// preemption or gang timeout stopped it) and by whom (opaque
+	// reference), zero when never.
+	Requeued func(ns, jobID string) (time.Time, string)
 }
+
+// requeueSlack is how long after an allocation's end the governor's
+// requeue may be recorded and still be the reason it stopped.
+const requeueSlack = time.Minute
 
 // Segments derives an allocation's segments at time now: none before a
 // task started, one per device model it holds (or one with model "" when
@@ -88,6 +96,7 @@ func Segments(a *api.AllocationListStub, c Context, now time.Time) []Segment {
 	}
 	base.Restarts = restarts(a.TaskStates)
 	c.fill(&base)
+	c.requeued(&base)
 	if base.Outcome == OutcomeStopped || base.Outcome == OutcomePreempted || base.Outcome == OutcomeLost {
 		from := base.Start
 		if cp, ok := callCheckpoint(c, a.ID); ok && cp.After(from) && cp.Before(base.End) {
@@ -128,6 +137,18 @@ func (c Context) fill(s *Segment) {
 	}
 	if s.Queued.After(s.Start) {
 		s.Queued = s.Start
+	}
+}
+
+// requeued marks a stopped segment preempted when the governor requeued
+// its job while it ran: Nomad's own allocation shows only a stop.
+func (c Context) requeued(s *Segment) {
+	if c.Requeued == nil || s.Outcome != OutcomeStopped {
+		return
+	}
+	at, by := c.Requeued(s.Namespace, s.JobID)
+	if !at.IsZero() && !at.Before(s.Start) && !at.After(s.End.Add(requeueSlack)) {
+		s.Outcome, s.PreemptedBy = OutcomePreempted, by
 	}
 }
 

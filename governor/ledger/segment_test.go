@@ -59,6 +59,21 @@ func TestSegments(t *testing.T) {
 	}
 }
 
+// TestSegmentsRequeuedByGovernor: a stop the governor's requeue caused
+// while the allocation ran is a preemption; an older requeue is not.
+func TestSegmentsRequeuedByGovernor(t *testing.T) {
+	stopped := mkAlloc("a", "ml", "j").task("t", 100, 500, false).devices("t", "L4", 1).status("complete", "stop").killed().build()
+	for name, tc := range map[string]struct {
+		at   time.Time
+		want string
+	}{"during the run": {at(499), OutcomePreempted}, "before the run": {at(50), OutcomeStopped}} {
+		t.Run(name, func(t *testing.T) {
+			c := Context{Requeued: func(string, string) (time.Time, string) { return tc.at, "ref1" }}
+			must.Eq(t, tc.want, Segments(stopped, c, at(600))[0].Outcome)
+		})
+	}
+}
+
 func TestSegmentsTwoModelsCountCPUOnce(t *testing.T) {
 	a := mkAlloc("a", "ml", "j").task("t", 0, 100, false).devices("t", "H200", 1).devices("t", "L4", 2).
 		status("complete", "run").build()

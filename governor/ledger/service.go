@@ -95,6 +95,17 @@ func storeContext(st *cluster.Store) Context {
 			return time.Time{}
 		},
 		Checkpoint: st.LastCheckpoint,
+		Requeued: func(ns, id string) (time.Time, string) {
+			j, ok := st.Job(ns, id)
+			if !ok || j.Requeues == 0 {
+				return time.Time{}, ""
+			}
+			refs := strings.Fields(j.PreemptedBy)
+			if len(refs) == 0 {
+				return j.RequeuedAt, "governor"
+			}
+			return j.RequeuedAt, refs[len(refs)-1]
+		},
 	}
 }
 
