@@ -57,6 +57,9 @@ type capacity struct {
 	// placedOn tells the nodes where group gi of system job j already
 	// has an allocation that counts as placed (set by the cycle).
 	placedOn func(j *Job, gi int) map[string]bool
+	// exclude, while set, holds nodes a fit must not use (a starving
+	// head's reservation, reserve.go).
+	exclude map[string]bool
 }
 
 // newCapacity builds the free capacity: node capacity minus every live
@@ -128,7 +131,11 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 			continue
 		}
 		g := &j.Groups[gi]
-		placed := c.fitGroup(j, g, groupKey(j, g), missing[gi], nodes, &res)
+		gkey := groupKey(j, g)
+		if c.exclude != nil {
+			gkey += "|x"
+		}
+		placed := c.fitGroup(j, g, gkey, missing[gi], nodes, &res)
 		if placed < missing[gi] {
 			c.undo(res.takes)
 			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes)}
@@ -200,7 +207,7 @@ func groupKey(j *Job, g *Group) string {
 
 func (c *capacity) eligible(fn *freeNode, j *Job, g *Group) bool {
 	n := fn.node
-	return n.Ready && dcMatches(j.Datacenters, n.Datacenter) &&
+	return n.Ready && !c.exclude[n.ID] && dcMatches(j.Datacenters, n.Datacenter) &&
 		c.m.nodeOK(n, j.Constraints) && c.m.nodeOK(n, g.Constraints)
 }
 

@@ -15,6 +15,10 @@ type cycle struct {
 	accts    map[string]*account
 	byJob    map[string][]*Alloc
 	starving map[string]*Job // node pool → starving queue head
+	// reserved holds the starving heads' reservations by node pool.
+	reserved map[string]*reservation
+	// byKey indexes jobs by "namespace/id" (built on first use).
+	byKey map[string]*Job
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
 	memo      map[string]memoEntry
@@ -35,6 +39,10 @@ type cycle struct {
 	never map[string]*Check
 	// ints is a slab the per-job counts of a cycle are cut from.
 	ints []int
+	// onAdmit and onStarve, when set (tests), see every admission with
+	// its takes and every reservation as it is made.
+	onAdmit  func(j *Job, takes []take)
+	onStarve func(j *Job, r *reservation)
 }
 
 // Decide runs one admission cycle over snapshot s. It is pure and
@@ -73,6 +81,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		accts:    newAccounts(s.Tenants),
 		byJob:    make(map[string][]*Alloc, len(s.Allocs)),
 		starving: map[string]*Job{},
+		reserved: map[string]*reservation{},
 		memo:     map[string]memoEntry{},
 		pre:      newPreemptState(),
 		replaced: map[string]bool{},

@@ -166,8 +166,10 @@ type Plan struct {
 	Verdicts map[string]*Verdict
 	Tenants  []TenantStatus
 	// Starving maps a node pool to the "ns/id" of its starving queue head,
-	// which later jobs of the pool may not pass.
+	// whose reservation later jobs of the pool may only start beside.
 	Starving map[string]string
+	// Reservations lists the starving heads' reservations.
+	Reservations []Reservation `json:",omitempty"`
 	// Preemptions lists the preemptions this plan decides; their victims
 	// appear in Decisions as Requeue.
 	Preemptions []Preemption

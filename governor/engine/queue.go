@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // queue returns the held jobs in queue order: class priority (highest
@@ -133,8 +132,10 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 	b := make([]byte, 0, len(j.Namespace)+130)
 	b = append(append(b, j.Namespace...), 0)
 	prefix := len(b)
-	key := string(appendShape(b, j, missing))
-	shape := key[prefix:]
+	b = appendShape(b, j, missing)
+	shape := string(b[prefix:])
+	// Behind a reservation the outcome depends on the run time too.
+	key := string(strconv.AppendInt(append(b, "|rt"...), int64(RuntimeOf(j)), 10))
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		checks := m.checks
@@ -176,15 +177,25 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	if !checks[1].OK || !checks[2].OK {
 		return trim(checks)
 	}
-	if head := cy.starving[poolOf(j)]; head != nil {
-		return append(checks, cy.behindStarving(head))
+	var fit fitResult
+	if r := cy.reserved[poolOf(j)]; r != nil && r.head != j {
+		order, bf := cy.checkBackfill(j, missing, shape, r)
+		checks = append(checks, order)
+		if !order.OK {
+			return checks
+		}
+		if bf != nil {
+			fit = *bf
+		}
 	}
-	fit := cy.cap.fitKeyed(j, missing, shape)
+	if fit.takes == nil {
+		fit = cy.cap.fitKeyed(j, missing, shape)
+	}
 	if !fit.ok {
 		if never := cy.neverFits(j, missing, shape); never != nil {
 			return append(checks, *never)
 		}
-		cy.markStarving(j)
+		cy.markStarving(j, missing)
 		return append(checks, Check{Name: "fit", Detail: fit.detail})
 	}
 	full := withModels(j, missing, fit.models)
@@ -195,6 +206,9 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	}
 	acct.use(full)
 	cy.last = admission{takes: fit.takes, use: full}
+	if cy.onAdmit != nil {
+		cy.onAdmit(j, fit.takes)
+	}
 	return append(checks, Check{Name: "fit", OK: true, Detail: fmt.Sprintf("all %d allocations fit on free capacity", len(fit.takes))})
 }
 
@@ -237,20 +251,20 @@ func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
 }
 
 // markStarving records j as its pool's starving head when it has waited
-// longer than the starvation timeout; later jobs of the pool may then not
-// pass it.
-func (cy *cycle) markStarving(j *Job) {
+// longer than the starvation timeout, with its reservation (reserve.go):
+// later jobs of the pool may then only start beside the reservation.
+func (cy *cycle) markStarving(j *Job, missing []int) {
 	pool := poolOf(j)
 	if cy.starving[pool] == nil && cy.s.Now.Sub(j.QueuedAt) > cy.cfg.StarvationTimeout {
 		cy.starving[pool] = j
+		r := cy.reserveFor(j, missing)
+		cy.reserved[pool] = r
+		if cy.onStarve != nil {
+			cy.onStarve(j, r)
+		}
+		cy.plan.Reservations = append(cy.plan.Reservations, Reservation{Job: j.Key(), Start: r.Start, Nodes: r.Nodes})
 		cy.starveVer++
 	}
-}
-
-func (cy *cycle) behindStarving(head *Job) Check {
-	waited := cy.s.Now.Sub(head.QueuedAt).Round(time.Second)
-	return Check{Name: "order", Detail: fmt.Sprintf("waiting behind %s, which has waited %s (longer than the starvation timeout %s) and does not fit yet",
-		head.Key(), waited, cy.cfg.StarvationTimeout)}
 }
 
 func poolOf(j *Job) string {

@@ -81,7 +81,13 @@ type Job struct {
 	PreemptedBy string
 	// NoGang is true when allot.gang is "false": the job's allocations
 	// need not all run together, so the gang timeout does not apply.
-	NoGang      bool
+	NoGang bool
+	// MaxRuntime is allot.max-runtime: the longest the job may run once
+	// started (zero: none set). Reservations count on it.
+	MaxRuntime time.Duration
+	// Estimate is a learned run time for a job without MaxRuntime (from
+	// finished jobs of its tenant and name); zero when unknown.
+	Estimate    time.Duration
 	NodePool    string
 	Datacenters []string
 	Constraints []Constraint

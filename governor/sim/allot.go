@@ -117,6 +117,7 @@ func (s *sim) engineJob(j *jobRun) *engine.Job {
 		}
 		j.eng.Version = uint64(1 + j.requeues)
 		fillJob(j.eng, j, s.now)
+		j.eng.Estimate = s.est.Estimate(estimateKey(j))
 		return j.eng
 	}
 	w := j.w
@@ -137,6 +138,8 @@ func (s *sim) engineJob(j *jobRun) *engine.Job {
 		ej.Groups = append(ej.Groups, eg)
 	}
 	fillJob(ej, j, s.now)
+	ej.MaxRuntime = w.MaxRuntime
+	ej.Estimate = s.est.Estimate(estimateKey(j))
 	j.eng = ej
 	return ej
 }

@@ -12,6 +12,7 @@ import (
 	"math/rand"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/allot-sh/allot/governor/agent"
@@ -110,6 +111,9 @@ type sim struct {
 	submitted, firstOpen int
 	// onSettle, when set (tests), runs after every batch of events.
 	onSettle func()
+	// est learns run times of finished jobs per tenant and GPU count
+	// (allot's runtime estimates for jobs without allot.max-runtime).
+	est *engine.Estimator
 }
 
 // Run simulates jobs on the cluster of spec under policy.
@@ -132,7 +136,7 @@ func newSim(spec *fleet.Spec, jobs []*workload.Job, policy Policy, opts Options)
 	if opts.CycleInterval <= 0 || opts.SampleInterval <= 0 || opts.PreemptRetry <= 0 {
 		return nil, fmt.Errorf("cycle, sample and preempt-retry intervals must be > 0")
 	}
-	s := &sim{opts: opts, policy: policy, rng: rand.New(rand.NewSource(opts.Seed)), cycleAt: -1}
+	s := &sim{opts: opts, policy: policy, rng: rand.New(rand.NewSource(opts.Seed)), cycleAt: -1, est: engine.NewEstimator()}
 	s.engNodes = spec.Nodes()
 	s.nodes = newNodes(s.engNodes)
 	s.perm = make([]int, len(s.nodes))
@@ -327,6 +331,7 @@ func (s *sim) finish(j *jobRun) {
 		s.stopAlloc(j.allocs[len(j.allocs)-1])
 	}
 	j.done, j.end = true, s.now
+	s.est.Observe(estimateKey(j), j.w.Duration)
 	s.ended++
 	j.ended++
 	s.dirty = true
@@ -371,4 +376,9 @@ func (s *sim) interrupt(j *jobRun) {
 	j.lostGPUSec += lost.Seconds() * float64(j.w.GPUs())
 	j.preempted++
 	j.finishSeq++
+}
+
+// estimateKey is what run times are learned by: tenant and GPUs.
+func estimateKey(j *jobRun) string {
+	return j.w.Tenant + "|" + strconv.Itoa(j.w.GPUs())
 }

@@ -30,6 +30,8 @@ type Job struct {
 	Checkpoint time.Duration `json:"-"`
 	// Gang asks for all allocations to be admitted together (allot.gang).
 	Gang bool `json:"gang"`
+	// MaxRuntime is the job's allot.max-runtime (0: none set).
+	MaxRuntime time.Duration `json:"-"`
 }
 
 // Group is one task group: Count allocations, each with GPUs devices of

@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// backfillSnapshot builds a one-pool cluster of 8-GPU nodes partly busy
+// with jobs of known run time, a starving gang head that needs whole
+// nodes and later small jobs with random run times (some unknown).
+func backfillSnapshot(r *rand.Rand) *Snapshot {
+	now := t0.Add(4 * time.Hour)
+	tenants := []*Tenant{mkTenant("t").Build()}
+	var nodes []*Node
+	var allocs []*Alloc
+	var jobs []*Job
+	nNodes := 4 + r.Intn(4)
+	for i := 0; i < nNodes; i++ {
+		n := mkNode(fmt.Sprintf("n%d", i)).Devices(h200, 8).Build()
+		nodes = append(nodes, n)
+		left := 8
+		for k := 0; left > 0 && r.Intn(4) > 0; k++ {
+			g := 1 + r.Intn(left)
+			left -= g
+			rt := time.Duration(10+r.Intn(600)) * time.Minute
+			id := fmt.Sprintf("run-%d-%d", i, k)
+			j := mkJob("t", id).State(Admitted).CPU(500).Mem(512).Device(h200, g).Build()
+			if r.Intn(5) > 0 {
+				j.MaxRuntime = rt
+			}
+			a := alloc("t", id, "g", n.ID, 500, 512, map[string]int{h200: g})
+			a.Started, a.StartedAt = true, now.Add(-time.Duration(r.Int63n(int64(rt))))
+			jobs, allocs = append(jobs, j), append(allocs, a)
+		}
+	}
+	head := mkJob("t", "head").QueuedAt(now.Add(-2*time.Hour)).Count(2+r.Intn(nNodes-1)).Device(h200, 8).Build()
+	jobs = append(jobs, head)
+	for i := 0; i < 15; i++ {
+		j := mkJob("t", fmt.Sprintf("small%02d", i)).QueuedAt(now.Add(-time.Hour).Add(time.Duration(i)*time.Second)).
+			Device(h200, 1+r.Intn(4)).Build()
+		if r.Intn(4) > 0 {
+			j.MaxRuntime = time.Duration(5+r.Intn(480)) * time.Minute
+		}
+		jobs = append(jobs, j)
+	}
+	s := snap(tenants, nodes, allocs, jobs...)
+	s.Now = now
+	return s
+}
+
+// TestPropertyBackfillNeverDelaysReservation: whatever later jobs a
+// cycle admits beside a starving head's reservation, the head still fits
+// at the reservation's start once the allocations that end by then are
+// gone and the backfilled jobs that outlive it still hold what they took.
+func TestPropertyBackfillNeverDelaysReservation(t *testing.T) {
+	cases, short, outside := 0, 0, 0
+	for seed := int64(0); seed < 400; seed++ {
+		s := backfillSnapshot(rand.New(rand.NewSource(seed)))
+		cy := newCycle(testConfig(), s)
+		jobs := sortedJobs(s.Jobs)
+		cy.jobs = jobs
+		cy.prepare(jobs)
+		var res *reservation
+		var atMark *capacity
+		type admitted struct {
+			j     *Job
+			takes []take
+		}
+		var after []admitted
+		cy.onStarve = func(j *Job, r *reservation) { res, atMark = r, cy.cap.scratch(cy.cap.nodes) }
+		cy.onAdmit = func(j *Job, takes []take) {
+			if res != nil {
+				after = append(after, admitted{j, append([]take(nil), takes...)})
+			}
+		}
+		cy.admitQueue(cy.queue(jobs))
+		if res == nil || res.Start.IsZero() {
+			continue
+		}
+		cases++
+		at := atMark
+		for _, a := range s.Allocs {
+			if end, ok := cy.allocEnd(a); ok && !end.After(res.Start) {
+				fn := at.byID[a.NodeID]
+				fn.cpu, fn.mem = fn.cpu+a.CPU, fn.mem+a.MemoryMB
+				fn.dev[0] += a.Devices[h200]
+			}
+		}
+		for _, ad := range after {
+			rt := RuntimeOf(ad.j)
+			if rt > 0 && !s.Now.Add(rt).After(res.Start) {
+				short++
+				continue
+			}
+			outside++
+			for _, tk := range ad.takes {
+				must.False(t, res.nodes[tk.fn.node.ID], must.Sprintf("seed %d: %s outlives the reservation on reserved node %s", seed, ad.j.ID, tk.fn.node.ID))
+				fn := at.byID[tk.fn.node.ID]
+				fn.cpu, fn.mem = fn.cpu-tk.cpu, fn.mem-tk.mem
+				for _, d := range tk.dev {
+					fn.dev[d.idx] -= d.n
+				}
+			}
+		}
+		head := res.head
+		fit := at.fit(head, cy.missing(head))
+		must.True(t, fit.ok, must.Sprintf("seed %d: head no longer fits at its reservation's start %v", seed, res.Start))
+	}
+	t.Logf("%d reservations with a known start; %d jobs backfilled ending before it, %d outside its nodes", cases, short, outside)
+	must.Greater(t, 50, cases)
+	must.Positive(t, short)
+	must.Positive(t, outside)
+}
+
+// TestReservationStart: the head's reservation starts when enough
+// allocations of known run time have ended, on the nodes they free; a
+// later job that would outlive it and fits only on those nodes waits,
+// one that ends before it starts now.
+func TestReservationStart(t *testing.T) {
+	now := t0.Add(time.Hour)
+	run := func(id, node string, gpus int, rt, age time.Duration) (*Job, *Alloc) {
+		j := mkJob("t", id).State(Admitted).CPU(500).Mem(512).Device(h200, gpus).Build()
+		j.MaxRuntime = rt
+		a := alloc("t", id, "g", node, 500, 512, map[string]int{h200: gpus})
+		a.Started, a.StartedAt = true, now.Add(-age)
+		return j, a
+	}
+	j1, a1 := run("r1", "n1", 6, 2*time.Hour, time.Hour) // ends now+1h
+	j2, a2 := run("r2", "n2", 7, 3*time.Hour, time.Hour) // ends now+2h
+	head := mkJob("t", "head").QueuedAt(now.Add(-time.Hour)).Device(h200, 8).Build()
+	long := mkJob("t", "long").QueuedAt(now.Add(-time.Minute)).Device(h200, 2).Build()
+	long.MaxRuntime = 3 * time.Hour
+	short := mkJob("t", "short").QueuedAt(now.Add(-time.Minute)).Device(h200, 2).Build()
+	short.MaxRuntime = 30 * time.Minute
+	s := snap([]*Tenant{mkTenant("t").Build()},
+		[]*Node{mkNode("n1").Devices(h200, 8).Build(), mkNode("n2").Devices(h200, 8).Build()},
+		[]*Alloc{a1, a2}, j1, j2, head, long, short)
+	s.Now = now
+	p := Decide(testConfig(), s)
+	must.Eq(t, []Reservation{{Job: "t/head", Start: now.Add(time.Hour), Nodes: []string{"n1"}}}, p.Reservations)
+	must.StrContains(t, p.Verdicts["t/short"].Reason, "admitted")
+	must.StrContains(t, p.Verdicts["t/long"].Reason, "holds a reservation")
+	must.StrContains(t, p.Verdicts["t/long"].Reason, "may run 3h0m0s, past that")
+
+	// Without run times the start is unknown; the head still protects
+	// only the nodes it reserves: a job that fits elsewhere starts, one
+	// that fits only there waits, however short.
+	j1.MaxRuntime, j2.MaxRuntime = 0, 0
+	tiny := mkJob("t", "tiny").QueuedAt(now.Add(-time.Minute)).Device(h200, 1).Build()
+	s.Jobs = append(s.Jobs, tiny)
+	p = Decide(testConfig(), s)
+	must.Eq(t, []Reservation{{Job: "t/head", Nodes: []string{"n1"}}}, p.Reservations)
+	must.StrContains(t, p.Verdicts["t/tiny"].Reason, "admitted")
+	must.StrContains(t, p.Verdicts["t/short"].Reason, "its start is unknown")
+}
