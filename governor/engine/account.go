@@ -118,16 +118,22 @@ func (a *account) checkQuota(req quota.Vector) Check {
 }
 
 // computeShare sets the weighted dominant-resource share: the largest
-// fraction of any governed resource's cohort nominal (or, when the cohort
-// has none, of the cluster's capacity) that the tenant uses, divided by
-// its weight.
+// fraction of any governed resource's nominal quota that the tenant uses
+// (of its own nominal; of the cohort's when it has none of that resource,
+// of the cluster's when the cohort has none either), divided by its
+// weight. Measured against its own nominal, a tenant with twice the quota
+// is served as if it had twice the weight: the order approaches the
+// weighted max-min share (weights = nominal quota) the simulator scores.
 func (a *account) computeShare(cluster quota.Vector) {
 	best := 0.0
 	for r, u := range a.usage {
 		if u <= 0 || !a.cohort.governed[r] {
 			continue
 		}
-		total := a.cohort.nominal[r]
+		total := a.t.Quota[r]
+		if total <= 0 {
+			total = a.cohort.nominal[r]
+		}
 		if total <= 0 {
 			total = cluster[r]
 		}
