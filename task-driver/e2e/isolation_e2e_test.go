@@ -246,6 +246,16 @@ func (s *isoSuite) execAndStats(t *testing.T, allocID string) {
 	// pids, not the host's hundreds.
 	must.RegexMatch(t, regexp.MustCompile(`exec uid=65534 procs=[1-9] gpus=1\n`), string(out))
 
+	// The task's main process (PID 1 inside) sits in its own devices
+	// cgroup, and in the cpuset the client chose.
+	out, err = exec.Command(nomad, "alloc", "exec", "-address="+s.c.Addr(), "-namespace=ml-research", "-task=train", allocID,
+		"/bin/cat", "/proc/1/cgroup").CombinedOutput()
+	must.NoError(t, err, must.Sprintf("nomad alloc exec: %s", out))
+	t.Logf("cgroups of the task's main process:\n%s", out)
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:devices:/allot-ckpt-`+regexp.QuoteMeta(allocID)+`-train$`), string(out))
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:cpuset:/.+/shared$`), string(out)) // Nomad's shared cpuset
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:memory:/nomad/[0-9a-f-]{36}$`), string(out)) // the executor's limits
+
 	s.c.Eventually(30*time.Second, "task resource usage", func() error {
 		stats, err := s.c.API.Allocations().Stats(&api.Allocation{ID: allocID, Namespace: "ml-research"}, nil)
 		if err != nil {
