@@ -253,7 +253,7 @@ func (s *isoSuite) execAndStats(t *testing.T, allocID string) {
 	must.NoError(t, err, must.Sprintf("nomad alloc exec: %s", out))
 	t.Logf("cgroups of the task's main process:\n%s", out)
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:devices:/allot-ckpt-`+regexp.QuoteMeta(allocID)+`-train$`), string(out))
-	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:cpuset:/.+/shared$`), string(out)) // Nomad's shared cpuset
+	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:cpuset:/.+/shared$`), string(out))           // Nomad's shared cpuset
 	must.RegexMatch(t, regexp.MustCompile(`(?m)^\d+:memory:/nomad/[0-9a-f-]{36}$`), string(out)) // the executor's limits
 
 	s.c.Eventually(30*time.Second, "task resource usage", func() error {
