@@ -43,6 +43,8 @@ func workloadFlags() []cli.Flag {
 		&cli.IntFlag{Name: "jobs", Value: 5000, Usage: "generated jobs"},
 		&cli.DurationFlag{Name: "span", Value: gsim.Week, Usage: "generated submissions span"},
 		&cli.Float64Flag{Name: "load", Value: 0.9, Usage: "offered GPU load of the generated workload (fraction of capacity)"},
+		&cli.IntFlag{Name: "max-gpus", Usage: "cap the GPUs of a generated job (0: no cap)"},
+		&cli.IntFlag{Name: "services", Usage: "add this many long-running 1-GPU services to the generated workload"},
 	}
 }
 
@@ -67,7 +69,11 @@ func scenario(c *cli.Context) (*gsim.Scenario, error) {
 		}
 		return &gsim.Scenario{Spec: spec, Jobs: jobs}, nil
 	}
-	return gsim.Generate(spec, c.Int64("seed"), c.Int("jobs"), c.Duration("span"), c.Float64("load"))
+	if c.Int("max-gpus") < 0 || c.Int("services") < 0 {
+		return nil, cmdutil.UsageError(c, "-max-gpus and -services must be ≥ 0")
+	}
+	return gsim.GenerateWith(spec, workload.Params{Seed: c.Int64("seed"), Jobs: c.Int("jobs"), Span: c.Duration("span"),
+		Load: c.Float64("load"), MaxGPUs: c.Int("max-gpus"), Services: c.Int("services")})
 }
 
 func runCommand() *cli.Command {

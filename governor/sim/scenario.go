@@ -22,7 +22,13 @@ type Scenario struct {
 // Generate builds the workload of spec's tenants (their load shares) for
 // jobs jobs over span at the given offered load.
 func Generate(spec *fleet.Spec, seed int64, jobs int, span time.Duration, load float64) (*Scenario, error) {
-	p := workload.Params{Seed: seed, Jobs: jobs, Span: span, CapacityGPUs: spec.GPUs(), Load: load}
+	return GenerateWith(spec, workload.Params{Seed: seed, Jobs: jobs, Span: span, Load: load})
+}
+
+// GenerateWith is Generate with every generator parameter (MaxGPUs,
+// Services, …); the tenants and the capacity come from spec.
+func GenerateWith(spec *fleet.Spec, p workload.Params) (*Scenario, error) {
+	p.CapacityGPUs, p.Tenants = spec.GPUs(), nil
 	for _, t := range spec.Tenants {
 		if t.Load > 0 {
 			p.Tenants = append(p.Tenants, workload.TenantLoad{Name: t.Name, Share: t.Load})

@@ -29,6 +29,14 @@ type Params struct {
 	Load         float64
 	// Pool is every job's node pool ("" for default).
 	Pool string
+	// MaxGPUs caps a job's GPUs (0: no cap; the size drawn is clamped, so
+	// the other draws and the other jobs stay as without a cap).
+	MaxGPUs int
+	// Services adds this many long-running 1-GPU services (one
+	// allocation, standard class, no checkpoint), submitted in the first
+	// hour, running the whole span, tenants in turn; they come on top of
+	// the offered load and from their own random stream.
+	Services int
 }
 
 // sizes is the GPUs-per-job distribution: mostly 1-GPU jobs, a heavy tail
@@ -88,15 +96,31 @@ func Generate(p Params) ([]*Job, error) {
 	for i := 0; i < p.Jobs; i++ {
 		jobs = append(jobs, p.job(r, i))
 	}
-	Sort(jobs)
 	if p.Load > 0 {
 		scale(jobs, p.Load*float64(p.CapacityGPUs)*p.Span.Seconds())
 	}
+	jobs = append(jobs, p.services()...)
+	Sort(jobs)
 	return jobs, nil
+}
+
+// services returns the long-running services of p.
+func (p *Params) services() []*Job {
+	r := rand.New(rand.NewSource(p.Seed + 7919))
+	out := make([]*Job, 0, p.Services)
+	for i := 0; i < p.Services; i++ {
+		out = append(out, &Job{ID: fmt.Sprintf("svc-%04d", i), Submit: time.Duration(r.Int63n(int64(time.Hour))).Truncate(time.Second),
+			Tenant: p.Tenants[i%len(p.Tenants)].Name, Class: "standard", Pool: p.Pool, Gang: true, Duration: p.Span,
+			Groups: []Group{{Name: "serve", Count: 1, GPUs: 1, Device: DefaultDevice, CPU: cpuPerGPU, MemoryMB: memPerGPU}}})
+	}
+	return out
 }
 
 func (p *Params) job(r *rand.Rand, i int) *Job {
 	gpus := pickSize(r)
+	if p.MaxGPUs > 0 && gpus > p.MaxGPUs {
+		gpus = p.MaxGPUs
+	}
 	j := &Job{
 		ID:     fmt.Sprintf("job-%06d", i),
 		Submit: arrival(r, p.Span),

@@ -127,3 +127,38 @@ func TestBadTracesNameFileAndLine(t *testing.T) {
 	_, err := ReadFile(filepath.Join(t.TempDir(), "missing.csv"))
 	must.ErrorContains(t, err, "missing.csv")
 }
+
+// TestGenerateShape: MaxGPUs clamps sizes without changing the other
+// draws; Services adds long 1-GPU services on top.
+func TestGenerateShape(t *testing.T) {
+	p := Params{Seed: 5, Jobs: 500, Span: 24 * time.Hour, Tenants: []TenantLoad{{"a", 1}, {"b", 1}}}
+	plain, err := Generate(p)
+	must.NoError(t, err)
+	p.MaxGPUs, p.Services = 8, 10
+	shaped, err := Generate(p)
+	must.NoError(t, err)
+	must.Eq(t, len(plain)+10, len(shaped))
+	byID := map[string]*Job{}
+	for _, j := range plain {
+		byID[j.ID] = j
+	}
+	services := 0
+	for _, j := range shaped {
+		must.LessEq(t, 8, j.GPUs())
+		if j.Groups[0].Name == "serve" {
+			services++
+			must.Eq(t, p.Span, j.Duration)
+			must.Eq(t, 1, j.GPUs())
+			continue
+		}
+		orig := byID[j.ID]
+		must.Eq(t, orig.Submit, j.Submit)
+		must.Eq(t, orig.Tenant, j.Tenant)
+		want := orig.GPUs()
+		if want > 8 {
+			want = 8
+		}
+		must.Eq(t, want, j.GPUs())
+	}
+	must.Eq(t, 10, services)
+}
