@@ -27,8 +27,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "\n!!! ledger: the PostgreSQL half of this suite DOES NOT RUN: %v\n\n", pgMissing)
 	}
 	code := m.Run()
+	fillOnce.Range(func(_, v any) bool { v.(*DB).Close(); return true })
 	if pg != nil {
 		pg.Stop()
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
 	}
 	os.Exit(code)
 }

@@ -99,3 +99,28 @@ func TestMigrationsRunOnce(t *testing.T) {
 	_, err = Open(ctx, "mysql", "x")
 	must.ErrorIs(t, err, ErrDriver)
 }
+
+// TestRecorderCatchUp: the catch-up listing writes what Nomad holds and
+// closes the open segments of allocations it no longer lists; a later
+// listing applies only allocations changed after the watermark.
+func TestRecorderCatchUp(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		gone := mkAlloc("gone", "ml", "j").task("t", 0, -1, false).devices("t", "H200", 1).index(2).build()
+		must.NoError(t, db.Ingest(ctx, segs(at(30), gone), 2))
+		run := mkAlloc("run", "ml", "j").task("t", 10, -1, false).devices("t", "H200", 1).index(5).build()
+		nomad := &fakeNomad{allocs: []*api.AllocationListStub{run}, index: 5,
+			nodes: []*api.NodeListStub{gpuNode("n1", "gpu", "H200", 4, 0)}}
+		r := &Recorder{DB: db, Nomad: nomad, Now: func() time.Time { return at(60) }}
+		must.NoError(t, r.CatchUp(ctx))
+		rows, err := db.Usage(ctx, Query{Since: t0, Until: at(1000), By: []string{"pool"}})
+		must.NoError(t, err)
+		must.Len(t, 2, rows)
+		must.Eq(t, "", rows[0].Key["pool"]) // gone was written before its node was known
+		must.Eq(t, int64(30_000), rows[0].DeviceMS)
+		must.Eq(t, "gpu", rows[1].Key["pool"])
+		must.Eq(t, int64(50_000), rows[1].DeviceMS)
+		fresh := mkAlloc("new", "ml", "j").task("t", 0, 5, false).index(6).build()
+		must.Eq(t, []*api.AllocationListStub{fresh}, changedAfter([]*api.AllocationListStub{run, fresh}, 5))
+	})
+}

@@ -116,9 +116,9 @@ func (r *Recorder) follow(ctx context.Context) {
 		if err == nil {
 			var allocs []*api.AllocationListStub
 			var index uint64
-			allocs, index, err = r.Nomad.Allocations(ctx, filterAfter(wm), wm, r.AccrueEvery)
+			allocs, index, err = r.Nomad.Allocations(ctx, "", wm, r.AccrueEvery)
 			if err == nil && index > wm {
-				err = r.apply(ctx, allocs, index)
+				err = r.apply(ctx, changedAfter(allocs, wm), index)
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -128,6 +128,19 @@ func (r *Recorder) follow(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// changedAfter keeps the allocations modified after index. Nomad 1.6's
+// filter expressions have no ordering operators, so the listing is whole
+// and the ledger skips what it has applied.
+func changedAfter(allocs []*api.AllocationListStub, index uint64) []*api.AllocationListStub {
+	out := allocs[:0:0]
+	for _, a := range allocs {
+		if a.ModifyIndex > index {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // apply turns allocations into segments and ingests them with index.

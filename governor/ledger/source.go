@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
@@ -54,12 +53,4 @@ func (n *NomadAPI) Namespaces(ctx context.Context) ([]*api.Namespace, error) {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	return out, nil
-}
-
-// filterAfter is the Nomad filter of allocations modified after index.
-func filterAfter(index uint64) string {
-	if index == 0 {
-		return ""
-	}
-	return "ModifyIndex > " + strconv.FormatUint(index, 10)
 }

@@ -174,6 +174,20 @@ func (s *Server) NewDB(t testing.TB) string {
 	return strings.Replace(s.DSN, "/postgres?", "/"+name+"?", 1)
 }
 
+// CreateDB creates a database that lives as long as the server (for
+// fixtures shared by several tests or benchmark runs) and returns its DSN.
+func (s *Server) CreateDB(name string) (string, error) {
+	db, err := sql.Open("pgx", s.DSN)
+	if err != nil {
+		return "", fmt.Errorf("opening PostgreSQL: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		return "", fmt.Errorf("creating database %s: %w", name, err)
+	}
+	return strings.Replace(s.DSN, "/postgres?", "/"+name+"?", 1), nil
+}
+
 // Stop stops the server (fast shutdown, then kill) and removes its files.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
