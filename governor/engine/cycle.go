@@ -226,6 +226,14 @@ func (a *account) overLimit(use quota.Vector) *Check {
 
 // shares computes every tenant's weighted dominant share.
 func (cy *cycle) shares() {
+	cluster := cy.clusterVector()
+	for _, a := range cy.accts {
+		a.computeShare(cluster)
+	}
+}
+
+// clusterVector is the capacity of every node, by resource.
+func (cy *cycle) clusterVector() quota.Vector {
 	cluster := quota.Vector{}
 	for _, n := range cy.s.Nodes {
 		cluster[quota.CPU] += n.CPU
@@ -236,9 +244,16 @@ func (cy *cycle) shares() {
 			cluster[d.Type] += int64(d.Healthy)
 		}
 	}
+	return cluster
+}
+
+// accountsSet returns the governed tenants' accounts.
+func (cy *cycle) accountsSet() map[*account]bool {
+	out := make(map[*account]bool, len(cy.accts))
 	for _, a := range cy.accts {
-		a.computeShare(cluster)
+		out[a] = true
 	}
+	return out
 }
 
 // decide appends a decision for job j.

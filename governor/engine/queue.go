@@ -66,10 +66,17 @@ func (q byQueue) Less(a, b int) bool {
 
 // admitQueue walks the queue once and admits every job whose checks all
 // pass; the others stay queued with their first failing check as reason.
+// Shares are recomputed after each admission (fairwalk.go), so positions
+// follow the walk, not q's static order.
 func (cy *cycle) admitQueue(q []*Job) {
 	tenantPos := map[string]int{}
 	cy.plan.Queue = make([]Verdict, 0, len(q))
-	for _, j := range q {
+	entries := make(byQueue, len(q))
+	for i, j := range q {
+		entries[i] = queueEntry{j: j, owed: cy.pre.owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
+	}
+	walk := cy.newFairWalk(entries)
+	for j := walk.next(); j != nil; j = walk.next() {
 		acct := cy.accts[j.Namespace]
 		if acct == nil {
 			cy.decide(j, Admit, "namespace "+j.Namespace+" is no longer governed")

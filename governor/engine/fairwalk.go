@@ -1,0 +1,99 @@
+package engine
+
+import "github.com/allot-sh/allot/governor/quota"
+
+// fairWalk yields the queue in admission order with fair share
+// recomputed after each job: within one tier (owed preemptors, then
+// class priority) the next job is the oldest of the tenant whose weighted
+// dominant share is lowest now, so a tenant's admissions this cycle push
+// its later jobs back behind tenants that got nothing yet.
+type fairWalk struct {
+	cy      *cycle
+	cluster quota.Vector
+	tiers   [][]*tenantQueue
+	tier    int
+	// seen is the usage version of each account at its last share.
+	seen map[*account]uint64
+}
+
+// tenantQueue is one tenant's jobs of a tier, in queue order.
+type tenantQueue struct {
+	acct *account
+	ns   string
+	jobs []queueEntry
+}
+
+// newFairWalk splits the statically ordered queue q into tiers and, per
+// tier, tenant queues that keep q's order.
+func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
+	w := &fairWalk{cy: cy, cluster: cy.clusterVector(), seen: map[*account]uint64{}}
+	var byNS map[string]*tenantQueue
+	for i, e := range q {
+		if i == 0 || e.owed != q[i-1].owed || e.prio != q[i-1].prio {
+			w.tiers = append(w.tiers, nil)
+			byNS = map[string]*tenantQueue{}
+		}
+		tq := byNS[e.j.Namespace]
+		if tq == nil {
+			tq = &tenantQueue{acct: cy.accts[e.j.Namespace], ns: e.j.Namespace}
+			byNS[e.j.Namespace] = tq
+			w.tiers[len(w.tiers)-1] = append(w.tiers[len(w.tiers)-1], tq)
+		}
+		tq.jobs = append(tq.jobs, e)
+	}
+	for a := range cy.accountsSet() {
+		w.seen[a] = a.version
+	}
+	return w
+}
+
+// next returns the next job to decide on; nil when the queue is done.
+func (w *fairWalk) next() *Job {
+	w.refresh()
+	for w.tier < len(w.tiers) {
+		var best *tenantQueue
+		for _, tq := range w.tiers[w.tier] {
+			if len(tq.jobs) > 0 && (best == nil || w.before(tq, best)) {
+				best = tq
+			}
+		}
+		if best != nil {
+			e := best.jobs[0]
+			best.jobs = best.jobs[1:]
+			return e.j
+		}
+		w.tier++
+	}
+	return nil
+}
+
+// before orders two tenant queues: lowest current share, then the static
+// order of their first jobs.
+func (w *fairWalk) before(a, b *tenantQueue) bool {
+	sa, sb := w.share(a), w.share(b)
+	if sa != sb {
+		return sa < sb
+	}
+	ea, eb := a.jobs[0], b.jobs[0]
+	if !ea.j.QueuedAt.Equal(eb.j.QueuedAt) {
+		return ea.j.QueuedAt.Before(eb.j.QueuedAt)
+	}
+	return jobLess(ea.j, eb.j)
+}
+
+func (w *fairWalk) share(tq *tenantQueue) float64 {
+	if tq.acct == nil {
+		return 0
+	}
+	return tq.acct.share
+}
+
+// refresh recomputes the shares of accounts whose usage changed.
+func (w *fairWalk) refresh() {
+	for a, ver := range w.seen {
+		if a.version != ver {
+			a.computeShare(w.cluster)
+			w.seen[a] = a.version
+		}
+	}
+}
