@@ -284,7 +284,7 @@ func (e *aclEnv) allotAPI(t *testing.T) {
 	must.StrContains(t, body, "b-big")
 	for _, caller := range []string{"anonymous", "scrape"} {
 		for _, path := range []string{"/allot/v1/tenants", "/allot/v1/queue", "/allot/v1/decisions", "/allot/v1/classes",
-			"/allot/v1/jobs/team-b/b-big/why"} {
+			"/allot/v1/jobs/team-b/b-big/why", "/allot/v1/usage", "/allot/v1/cost", "/allot/v1/capacity", "/allot/v1/audit"} {
 			code, body := e.call(caller, "GET", path, nil)
 			must.Eq(t, http.StatusForbidden, code, must.Sprintf("%s as %s: %s", path, caller, body))
 			must.StrNotContains(t, body, "team-")
