@@ -104,12 +104,12 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	if !ok {
 		return
 	}
-	rd := s.redactorFor(c)
+	rd := c.Redactor(s.Store.Namespaces())
 	out := gapi.Queue{Total: len(p.Queue), Jobs: []gapi.QueueEntry{}}
 	for _, v := range p.Queue {
 		if c.CanRead(v.Namespace) {
 			out.Jobs = append(out.Jobs, gapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
-				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.text(v.Reason)})
+				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason)})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -34,7 +34,7 @@ func (s *Server) classes(w http.ResponseWriter, r *http.Request, _ *auth.Caller)
 func (s *Server) decisions(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	out := gapi.DecisionList{Decisions: []gapi.Decision{}}
 	if s.Journal != nil {
-		rd := s.redactorFor(c)
+		rd := c.Redactor(s.Store.Namespaces())
 		for _, rec := range s.Journal.Recent() {
 			if d, ok := decisionOf(rec, c.CanRead, rd); ok {
 				out.Decisions = append(out.Decisions, d)
@@ -44,15 +44,15 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request, c *auth.Calle
 	writeJSON(w, http.StatusOK, out)
 }
 
-func decisionOf(rec reconcile.Record, canRead func(string) bool, rd redactor) (gapi.Decision, bool) {
+func decisionOf(rec reconcile.Record, canRead func(string) bool, rd auth.Redactor) (gapi.Decision, bool) {
 	d := gapi.Decision{Time: rec.Time, Kind: rec.Kind, Namespace: rec.Namespace, JobID: rec.JobID, Class: rec.Class,
-		Cause: rec.Cause, Reason: rd.text(rec.Reason)}
+		Cause: rec.Cause, Reason: rd.Text(rec.Reason)}
 	seen := canRead(rec.Namespace)
 	if !seen {
-		d.Namespace, d.JobID, d.Class, d.Reason = hiddenName, hiddenName, "", hiddenName
+		d.Namespace, d.JobID, d.Class, d.Reason = auth.Hidden, auth.Hidden, "", auth.Hidden
 	}
 	for _, v := range rec.Victims {
-		gv := gapi.Victim{Namespace: hiddenName, JobID: hiddenName}
+		gv := gapi.Victim{Namespace: auth.Hidden, JobID: auth.Hidden}
 		if canRead(v.Namespace) {
 			gv = gapi.Victim{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class, LostWorkSeconds: v.LostWork.Seconds()}
 			seen = true

@@ -37,12 +37,12 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		writeErr(w, http.StatusNotFound, "job "+ns+"/"+id+" is not governed by the governor (unknown job, or namespace not governed)")
 		return
 	}
-	rd := s.redactorFor(c)
+	rd := c.Redactor(s.Store.Namespaces())
 	out := gapi.Why{Namespace: ns, JobID: id, State: v.State.String(), Class: v.Class, Position: v.Position,
-		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.text(v.Reason), Checks: []gapi.Check{}}
+		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), Checks: []gapi.Check{}}
 	for _, ch := range v.Checks {
 		ch := ch
-		out.Checks = append(out.Checks, gapi.Check{Name: ch.Name, OK: ch.OK, Detail: rd.text(ch.Text())})
+		out.Checks = append(out.Checks, gapi.Check{Name: ch.Name, OK: ch.OK, Detail: rd.Text(ch.Text())})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

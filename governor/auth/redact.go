@@ -1,28 +1,25 @@
-package server
+package auth
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/allot-sh/allot/governor/auth"
-)
+// Hidden replaces a hidden job ("ns/id") or tenant name in a text.
+const Hidden = "(hidden)"
 
-// hiddenName replaces a hidden job ("ns/id") or tenant name in a text.
-const hiddenName = "(hidden)"
-
-// redactor hides, in texts shown to one caller (reasons and check
+// Redactor hides, in texts shown to one caller (reasons and check
 // details), the namespaces that caller may not read and the jobs in them:
 // the engine's reasons name other jobs ("waiting behind ns/id",
 // "preempting ns/a, ns/b", "preempted by ns/id") and tenants ("tenant ns
-// reclaims ...").
-type redactor struct{ hidden []string }
+// reclaims ..."). The zero Redactor changes nothing.
+type Redactor struct{ hidden []string }
 
-// redactorFor lists the namespaces Nomad has that c may not read.
-func (s *Server) redactorFor(c *auth.Caller) redactor {
-	var rd redactor
+// Redactor returns the redactor for c over namespaces (all namespaces
+// Nomad has): every one c may not read is hidden.
+func (c *Caller) Redactor(namespaces []string) Redactor {
+	var rd Redactor
 	if c.Management() {
 		return rd
 	}
-	for _, ns := range s.Store.Namespaces() {
+	for _, ns := range namespaces {
 		if !c.CanRead(ns) {
 			rd.hidden = append(rd.hidden, ns)
 		}
@@ -30,15 +27,16 @@ func (s *Server) redactorFor(c *auth.Caller) redactor {
 	return rd
 }
 
-// text redacts t.
-func (rd redactor) text(t string) string {
+// Text returns t with every hidden namespace, and every job in one,
+// replaced by "(hidden)".
+func (rd Redactor) Text(t string) string {
 	for _, ns := range rd.hidden {
 		if !strings.Contains(t, ns) {
 			continue
 		}
 		t = replaceJobs(t, ns)
-		t = replaceWord(t, "tenant "+ns, "tenant "+hiddenName)
-		t = replaceWord(t, "namespace "+ns, "namespace "+hiddenName)
+		t = replaceWord(t, "tenant "+ns, "tenant "+Hidden)
+		t = replaceWord(t, "namespace "+ns, "namespace "+Hidden)
 	}
 	return t
 }
@@ -66,7 +64,7 @@ func replaceJobs(t, ns string) string {
 				end = k
 			}
 		}
-		b.WriteString(hiddenName)
+		b.WriteString(Hidden)
 		t = rest[end:]
 	}
 }
