@@ -100,15 +100,20 @@ func (m *matcher) holds(op, l string, lok bool, r string, rok bool, typed bool) 
 		return lok
 	case "is_not_set":
 		return !lok
+	case "!=", "not":
+		// As Nomad's checkConstraint: nil != nil is false, nil != some
+		// is true.
+		if lok != rok {
+			return true
+		}
+		return lok && !equal(l, r, typed)
 	}
 	if !lok || !rok {
 		return false
 	}
 	switch op {
 	case "", "=", "==", "is":
-		return l == r
-	case "!=", "not":
-		return l != r
+		return equal(l, r, typed)
 	case "<", "<=", ">", ">=":
 		return compare(op, l, r, typed)
 	case "regexp":
@@ -131,6 +136,17 @@ func (m *matcher) regexp(expr string) *regexp.Regexp {
 		m.regexps[expr] = re
 	}
 	return re
+}
+
+// equal compares l and r: device attributes typed, with their units
+// (Nomad's checkAttributeConstraint: "80 GiB" equals "81920 MiB"; values
+// that do not compare are not equal), other values as strings.
+func equal(l, r string, typed bool) bool {
+	if !typed {
+		return l == r
+	}
+	c, ok := psstructs.ParseAttribute(l).Compare(psstructs.ParseAttribute(r))
+	return ok && c == 0
 }
 
 // compare orders l and r: device attributes with units ("40 GiB") through

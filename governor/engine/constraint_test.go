@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+// constraintNode is the node the constraint table evaluates against.
+func constraintNode() *Node {
+	n := mkNode("node-1").Pool("gpu").DC("dc2").Meta("rack", "r7").Meta("zones", "a, b,c").Build()
+	n.Name, n.Class = "gpu-1", "h200"
+	n.Attributes["kernel.name"] = "linux"
+	n.Attributes["cpu.numcores"] = "64"
+	n.Attributes["driver.ckpt.version"] = "0.3.1"
+	return n
+}
+
+// TestNodeConstraints evaluates every operand the engine models (and the
+// ones it leaves to Nomad) on every kind of node target, in the manner of
+// Nomad's scheduler/feasible_test.go: numbers compare as numbers, other
+// values as strings, an unset target fails everything but is_not_set.
+func TestNodeConstraints(t *testing.T) {
+	cases := map[string]struct {
+		l, op, r string
+		want     bool
+	}{
+		"id =":                 {"${node.unique.id}", "=", "node-1", true},
+		"name ==":              {"${node.unique.name}", "==", "gpu-1", true},
+		"datacenter is":        {"${node.datacenter}", "is", "dc2", true},
+		"class empty op":       {"${node.class}", "", "h200", true},
+		"pool !=":              {"${node.pool}", "!=", "default", true},
+		"pool not (equal)":     {"${node.pool}", "not", "gpu", false},
+		"attr =":               {"${attr.kernel.name}", "=", "linux", true},
+		"attr = other":         {"${attr.kernel.name}", "=", "windows", false},
+		"meta =":               {"${meta.rack}", "=", "r7", true},
+		"literal both sides":   {"a", "=", "a", true},
+		"number <":             {"${attr.cpu.numcores}", "<", "128", true},
+		"number < as number":   {"${attr.cpu.numcores}", "<", "7", false},
+		"number <= equal":      {"${attr.cpu.numcores}", "<=", "64", true},
+		"number >":             {"${attr.cpu.numcores}", ">", "63.5", true},
+		"number >= fails":      {"${attr.cpu.numcores}", ">=", "65", false},
+		"number vs text":       {"${attr.cpu.numcores}", ">", "many", false},
+		"string <":             {"${attr.kernel.name}", "<", "mac", true},
+		"string >=":            {"${attr.kernel.name}", ">=", "linux", true},
+		"regexp":               {"${attr.kernel.name}", "regexp", "^li.u", true},
+		"regexp no match":      {"${attr.kernel.name}", "regexp", "^win", false},
+		"regexp invalid":       {"${attr.kernel.name}", "regexp", "(", false},
+		"set_contains":         {"${meta.zones}", "set_contains", "a,c", true},
+		"set_contains_all":     {"${meta.zones}", "set_contains_all", "a, d", false},
+		"set_contains_any":     {"${meta.zones}", "set_contains_any", "d,b", true},
+		"set_contains_any no":  {"${meta.zones}", "set_contains_any", "d,e", false},
+		"is_set":               {"${meta.rack}", "is_set", "", true},
+		"is_set unset":         {"${meta.missing}", "is_set", "", false},
+		"is_not_set":           {"${meta.missing}", "is_not_set", "", true},
+		"is_not_set set":       {"${attr.kernel.name}", "is_not_set", "", false},
+		"unset attr =":         {"${attr.missing}", "=", "", false},
+		"unset attr !=":        {"${attr.missing}", "!=", "x", true},
+		"both unset !=":        {"${attr.missing}", "!=", "${meta.missing}", false},
+		"unset attr not":       {"${attr.missing}", "not", "linux", true},
+		"unknown target":       {"${node.foo}", "=", "x", false},
+		"unset right side":     {"linux", "=", "${attr.missing}", false},
+		"target on right":      {"dc2", "=", "${node.datacenter}", true},
+		"distinct_hosts left":  {"", "distinct_hosts", "true", true},
+		"semver left to Nomad": {"${attr.driver.ckpt.version}", "semver", ">= 9.0", true},
+	}
+	n := constraintNode()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := newMatcher().nodeOK(n, []Constraint{{LTarget: tc.l, Operand: tc.op, RTarget: tc.r}})
+			must.Eq(t, tc.want, got)
+		})
+	}
+}
+
+// TestDeviceConstraints evaluates device targets; attributes compare
+// typed, with their units (Nomad's psstructs.Attribute), so 80 GiB is
+// more than 40960 MiB and a unit of another dimension never compares.
+func TestDeviceConstraints(t *testing.T) {
+	d := &DeviceGroup{Vendor: "nvidia", Type: "gpu", Model: "H200", Healthy: 8, Attributes: map[string]string{
+		"memory": "143771 MiB", "compute_capability": "9.0", "topology": "nvswitch", "nvlink_links": "18", "power": "700 W"}}
+	cases := map[string]struct {
+		l, op, r string
+		want     bool
+	}{
+		"model =":                 {"${device.model}", "=", "H200", true},
+		"vendor !=":               {"${device.vendor}", "!=", "amd", true},
+		"type is":                 {"${device.type}", "is", "gpu", true},
+		"memory > GiB":            {"${device.attr.memory}", ">", "80 GiB", true},
+		"memory < GiB":            {"${device.attr.memory}", "<", "80 GiB", false},
+		"memory >= same MiB":      {"${device.attr.memory}", ">=", "143771 MiB", true},
+		"memory = in KiB":         {"${device.attr.memory}", "=", "147221504 KiB", true},
+		"memory != in KiB":        {"${device.attr.memory}", "!=", "147221504 KiB", false},
+		"memory != other":         {"${device.attr.memory}", "!=", "80 GiB", true},
+		"memory = watts":          {"${device.attr.memory}", "=", "143771 W", false},
+		"missing attr !=":         {"${device.attr.mig}", "!=", "true", true},
+		"memory <= MiB":           {"${device.attr.memory}", "<=", "143770 MiB", false},
+		"memory vs watts":         {"${device.attr.memory}", ">", "1 W", false},
+		"compute capability >=":   {"${device.attr.compute_capability}", ">=", "8.0", true},
+		"compute capability <":    {"${device.attr.compute_capability}", "<", "8.0", false},
+		"links > plain number":    {"${device.attr.nvlink_links}", ">", "12", true},
+		"power <= kW":             {"${device.attr.power}", "<=", "1 kW", true},
+		"topology regexp":         {"${device.attr.topology}", "regexp", "^nv", true},
+		"topology set_contains":   {"${device.attr.topology}", "set_contains_any", "pcie,nvswitch", true},
+		"missing attr is_not_set": {"${device.attr.mig}", "is_not_set", "", true},
+		"missing attr =":          {"${device.attr.mig}", "=", "true", false},
+		"missing attr >":          {"${device.attr.mig}", ">", "1", false},
+		"unknown device target":   {"${device.foo}", "=", "x", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := newMatcher().deviceOK(d, []Constraint{{LTarget: tc.l, Operand: tc.op, RTarget: tc.r}})
+			must.Eq(t, tc.want, got)
+		})
+	}
+}
+
+// TestConstraintsAllMustHold: a node or device passes only when every
+// constraint holds; none passes trivially.
+func TestConstraintsAllMustHold(t *testing.T) {
+	m := newMatcher()
+	n := constraintNode()
+	must.True(t, m.nodeOK(n, nil))
+	must.True(t, m.nodeOK(n, []Constraint{{"${node.pool}", "=", "gpu"}, {"${meta.rack}", "is_set", ""}}))
+	must.False(t, m.nodeOK(n, []Constraint{{"${node.pool}", "=", "gpu"}, {"${meta.rack}", "=", "r8"}}))
+	d := &DeviceGroup{Vendor: "nvidia", Type: "gpu", Model: "A100", Attributes: map[string]string{"memory": "40 GiB"}}
+	must.False(t, m.deviceOK(d, []Constraint{{"${device.model}", "=", "A100"}, {"${device.attr.memory}", ">=", "80 GiB"}}))
+}
