@@ -59,7 +59,7 @@ type fileClass struct {
 func (c *Config) LoadFile(path string) error {
 	var f fileConfig
 	if err := hclsimple.DecodeFile(path, nil, &f); err != nil {
-		return fmt.Errorf("reading config %s: %w", path, err)
+		return fmt.Errorf("reading config %s: %w", path, fileError(err))
 	}
 	errs := c.applyFile(&f)
 	if len(errs) > 0 {

@@ -71,3 +71,24 @@ func checkLoadError(t *testing.T, path string, err error) {
 		must.Positive(t, d.Subject.Start.Line)
 	}
 }
+
+// TestFileErrorsAreCompleteAndStable checks what FuzzLoadFile found: with
+// two problems, HCL's error named only one of them, and which one depended
+// on map order. Every problem is now listed, in file order.
+func TestFileErrorsAreCompleteAndStable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "governor.hcl")
+	must.NoError(t, os.WriteFile(path, []byte("X=\"\"\nx={70=A01}\n"), 0o600))
+	c := Default()
+	first := c.LoadFile(path)
+	must.Error(t, first)
+	for i := 0; i < 20; i++ {
+		c := Default()
+		must.Eq(t, first.Error(), c.LoadFile(path).Error())
+	}
+	msg := first.Error()
+	must.StrContains(t, msg, path+`:1,1: Unsupported argument; An argument named "X"`)
+	must.StrContains(t, msg, path+`:2,1: Unsupported argument; An argument named "x"`)
+	var diags hcl.Diagnostics
+	must.True(t, errors.As(first, &diags))
+	must.Len(t, 2, diags)
+}
