@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 func TestUsageSumsAndWindow(t *testing.T) {
@@ -111,4 +113,15 @@ func TestCostBases(t *testing.T) {
 		must.Eq(t, 4.0, rep.Rows[0].IdleShare)
 		must.Eq(t, 8.75, rep.Total)
 	})
+}
+
+func TestWaitingFromQueue(t *testing.T) {
+	jobs := map[string]*engine.Job{
+		"ml/a": {NodePool: "infer", Groups: []engine.Group{{Count: 2, Devices: []engine.DeviceRequest{{Name: "nvidia/gpu/L4", Count: 2}}}}},
+		"ml/b": {Groups: []engine.Group{{Count: 1, Devices: []engine.DeviceRequest{{Name: "nvidia/gpu", Count: 8}}}}},
+	}
+	plan := &engine.Plan{Queue: []engine.Verdict{{Namespace: "ml", JobID: "a"}, {Namespace: "ml", JobID: "b"}, {Namespace: "ml", JobID: "gone"}}}
+	got := Waiting(plan, func(ns, id string) (*engine.Job, bool) { j, ok := jobs[ns+"/"+id]; return j, ok })
+	must.Eq(t, map[PoolModel]int64{{Pool: "infer", Model: "nvidia/gpu/L4"}: 4}, got)
+	must.Eq(t, map[PoolModel]int64{}, Waiting(nil, nil))
 }

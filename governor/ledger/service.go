@@ -109,21 +109,28 @@ func storeContext(st *cluster.Store) Context {
 	}
 }
 
-// Waiting sums the devices asked for by the queued jobs of plan, per node
-// pool and device model (resources named "vendor/type/model").
+// Waiting sums the devices asked for by the queued jobs of plan (count ×
+// devices of each group), per node pool and device model; requests that
+// name no model ("nvidia/gpu") are not attributed.
 func Waiting(plan *engine.Plan, job func(ns, id string) (*engine.Job, bool)) map[PoolModel]int64 {
 	out := map[PoolModel]int64{}
 	if plan == nil {
 		return out
 	}
 	for _, v := range plan.Queue {
-		pool := "default"
-		if j, ok := job(v.Namespace, v.JobID); ok && j.NodePool != "" {
-			pool = j.NodePool
+		j, ok := job(v.Namespace, v.JobID)
+		if !ok {
+			continue
 		}
-		for res, n := range v.Request {
-			if strings.Count(res, "/") == 2 && n > 0 {
-				out[PoolModel{Pool: pool, Model: res}] += n
+		pool := j.NodePool
+		if pool == "" {
+			pool = "default"
+		}
+		for _, g := range j.Groups {
+			for _, d := range g.Devices {
+				if strings.Count(d.Name, "/") == 2 && g.Count > 0 && d.Count > 0 {
+					out[PoolModel{Pool: pool, Model: d.Name}] += int64(g.Count) * int64(d.Count)
+				}
 			}
 		}
 	}
