@@ -34,15 +34,21 @@ type Reconciler struct {
 	// /allot/v1/decisions).
 	Journal Journal
 
-	// mu serializes cycles and proxy admissions.
-	mu sync.Mutex
+	// cycleMu serializes cycles; mu serializes a cycle's decision with
+	// proxy admissions (not its writes to Nomad: the plan's admissions
+	// are reserved in the store first, see Cycle).
+	cycleMu sync.Mutex
+	mu      sync.Mutex
 	// base is the accounted state proxy admissions are decided against,
 	// valid while the store's Gen is baseGen and for at most baseTTL.
 	base    *engine.Base
 	baseGen uint64
 	baseAt  time.Time
 	latest  *engine.Plan
-	plMu    sync.RWMutex
+	// merged is latest with the provisional decisions (nil: not built).
+	merged *engine.Plan
+	prov   provisional
+	plMu   sync.RWMutex
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
@@ -74,16 +80,28 @@ func (r *Reconciler) Run(ctx context.Context) {
 }
 
 // Cycle decides and applies once, and returns the plan.
+//
+// The admission lock is held while the cycle decides, not while it
+// writes to Nomad: before letting go it reserves its admissions in the
+// store (as the proxy does for its own), so proxy admissions meanwhile
+// are decided against capacity that already counts them; admissions
+// Nomad did not take are given back after the writes.
 func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
+	r.cycleMu.Lock()
+	defer r.cycleMu.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	start := time.Now()
 	snap := r.Store.Snapshot(r.Now())
 	held := contain(r.Config, snap)
 	plan := engine.Decide(r.Config, snap)
 	withContained(plan, held)
 	r.observeCycle(time.Since(start), plan)
+	pending := r.reserveAdmits(snap, plan)
+	r.mu.Unlock()
 	res := r.Actuator.Apply(ctx, plan)
+	r.mu.Lock()
+	r.releaseUnapplied(pending, res)
+	r.mu.Unlock()
 	r.observeResult(plan, res)
 	r.Journal.Add(records(plan, res)...)
 	r.setLatest(plan)
@@ -131,14 +149,33 @@ func (r *Reconciler) observeRequeue(d engine.Decision) {
 func (r *Reconciler) setLatest(p *engine.Plan) {
 	r.plMu.Lock()
 	r.latest = p
+	r.merged = nil
+	r.prov.settle(p, r.Now())
 	r.plMu.Unlock()
 }
 
-// Latest returns the plan of the last cycle (nil before the first).
+// Latest returns the plan of the last cycle (nil before the first), with
+// what the proxy decided since (provisional.go): a job it held is in the
+// queue, a job it admitted in its tenant's usage.
 func (r *Reconciler) Latest() *engine.Plan {
 	r.plMu.RLock()
-	defer r.plMu.RUnlock()
-	return r.latest
+	p, m := r.latest, r.merged
+	r.plMu.RUnlock()
+	if p == nil || r.prov.empty() || m != nil {
+		if m != nil {
+			return m
+		}
+		return p
+	}
+	r.plMu.Lock()
+	defer r.plMu.Unlock()
+	if r.merged == nil && r.latest != nil {
+		r.merged = r.prov.merge(r.latest)
+	}
+	if r.merged == nil {
+		return r.latest
+	}
+	return r.merged
 }
 
 // Verdict is the outcome of a proxy admission.
@@ -169,8 +206,10 @@ func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 	defer r.mu.Unlock()
 	v := r.evaluate(j, true)
 	if !v.Admitted {
-		return v, func() {}
+		r.addProvisional(j, v)
+		return v, func() { r.dropProvisional(j.Key()) }
 	}
+	r.addProvisional(j, v)
 	held := *j
 	held.State = engine.Admitted
 	gen := r.Store.Gen()
@@ -185,6 +224,7 @@ func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 		defer r.mu.Unlock()
 		r.base = nil
 		r.Store.RestoreEngineJob(held.Key(), prev)
+		r.dropProvisional(held.Key())
 	}
 }
 
@@ -232,9 +272,9 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted}
 	latest := r.Latest()
 	if latest != nil && v.Admitted {
-		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() {
+		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() && !backfills(latest, j, r.Now()) {
 			v.Admitted = false
-			v.Reason = "order: waiting behind " + head + ", which has waited longer than the starvation timeout and does not fit yet"
+			v.Reason = "order: waiting behind " + head + ", which has waited longer than the starvation timeout, does not fit yet and holds a reservation this job would outlive"
 		}
 	}
 	if !v.Admitted {
@@ -246,6 +286,19 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	}
 	v.Priority = r.Config.Classes[v.Class].Priority
 	return v
+}
+
+// backfills tells whether j ends before the reservation of its pool's
+// starving head in plan p starts (a cycle would admit it beside the
+// reservation; whether it fits outside the reserved nodes only a cycle
+// knows).
+func backfills(p *engine.Plan, j *engine.Job, now time.Time) bool {
+	for i := range p.Reservations {
+		if r := &p.Reservations[i]; r.Pool == poolOf(j) {
+			return r.EndsBefore(j, now)
+		}
+	}
+	return false
 }
 
 func poolOf(j *engine.Job) string {

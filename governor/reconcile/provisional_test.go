@@ -1,0 +1,110 @@
+package reconcile
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+// TestReadYourWrites: a job the proxy holds is in the queue at once, at
+// the position it was told; one it admits is in its tenant's usage at
+// once; Nomad refusing the write takes either back; the next plan that
+// sees the job replaces the provisional entry.
+func TestReadYourWrites(t *testing.T) {
+	r, _ := newReconciler(t, gpuJob("old", 3, true))
+	r.Cycle(context.Background())
+	must.SliceLen(t, 0, r.Latest().Queue, must.Sprint("old was admitted"))
+	usage := func() int64 { return r.Latest().Tenants[0].Usage["gpu"] }
+	must.Eq(t, 3, usage())
+
+	v, _ := r.Reserve(cluster.ConvertJob(gpuJob("small", 1, false)))
+	must.True(t, v.Admitted)
+	must.Eq(t, 4, usage(), must.Sprint("the admission counts at once"))
+
+	v, undo := r.Reserve(cluster.ConvertJob(gpuJob("big", 4, false)))
+	must.False(t, v.Admitted)
+	q := r.Latest().Queue
+	must.SliceLen(t, 1, q)
+	must.Eq(t, "big", q[0].JobID)
+	must.Eq(t, v.Position, q[0].Position)
+	must.Eq(t, 1, r.Latest().Tenants[0].Queued)
+	undo()
+	must.SliceLen(t, 0, r.Latest().Queue, must.Sprint("Nomad refused the write: not queued"))
+}
+
+// TestProvisionalInsertRenumbers: held jobs inserted into a plan's queue
+// shift the positions behind them, overall and within their tenant,
+// without touching the plan readers share.
+func TestProvisionalInsertRenumbers(t *testing.T) {
+	pl := &engine.Plan{Verdicts: map[string]*engine.Verdict{}, Queue: []engine.Verdict{
+		{Namespace: "a", JobID: "1", Position: 1, TenantPosition: 1},
+		{Namespace: "b", JobID: "2", Position: 2, TenantPosition: 1},
+		{Namespace: "a", JobID: "3", Position: 3, TenantPosition: 2},
+	}}
+	p := provisional{entries: map[string]provEntry{"a/new": {v: engine.Verdict{Namespace: "a", JobID: "new", Position: 2, TenantPosition: 2}}}}
+	m := p.merge(pl)
+	var got []string
+	for _, v := range m.Queue {
+		got = append(got, v.JobID)
+		must.Eq(t, len(got), v.Position)
+	}
+	must.Eq(t, []string{"1", "new", "2", "3"}, got)
+	must.Eq(t, 3, m.Queue[3].TenantPosition)
+	must.Eq(t, 2, m.Queue[1].TenantPosition)
+	must.SliceLen(t, 3, pl.Queue)
+	must.Eq(t, 3, pl.Queue[2].Position)
+	must.NotNil(t, m.Verdicts["a/new"])
+	must.Nil(t, pl.Verdicts["a/new"])
+}
+
+// blockingJobs is a job API whose writes wait until release is closed.
+type blockingJobs struct {
+	*memJobs
+	writing chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingJobs) RegisterOpts(j *api.Job, o *api.RegisterOptions, q *api.WriteOptions) (*api.JobRegisterResponse, *api.WriteMeta, error) {
+	select {
+	case b.writing <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.memJobs.RegisterOpts(j, o, q)
+}
+
+// TestProxyAdmitsWhileCycleWrites: while a cycle writes its admissions to
+// Nomad the proxy still decides (the admission lock is not held), and
+// the capacity the cycle admitted is not promised again.
+func TestProxyAdmitsWhileCycleWrites(t *testing.T) {
+	r, mem := newReconciler(t, gpuJob("a", 3, true))
+	bj := &blockingJobs{memJobs: mem, writing: make(chan struct{}, 1), release: make(chan struct{})}
+	r.Actuator.Jobs = bj
+	done := make(chan *engine.Plan)
+	go func() { done <- r.Cycle(context.Background()) }()
+	<-bj.writing
+	verdicts := make(chan [2]Verdict, 1)
+	go func() {
+		x, _ := r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
+		y, _ := r.Reserve(cluster.ConvertJob(gpuJob("y", 1, false)))
+		verdicts <- [2]Verdict{x, y}
+	}()
+	select {
+	case v := <-verdicts:
+		must.False(t, v[0].Admitted, must.Sprint("a's 3 GPUs are reserved while the cycle writes"))
+		must.True(t, v[1].Admitted)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy could not decide while the cycle wrote to Nomad")
+	}
+	close(bj.release)
+	p := <-done
+	must.SliceLen(t, 1, p.Decisions)
+	j, _ := r.Store.Job("ml", "a")
+	must.Eq(t, engine.Admitted, j.State)
+}
