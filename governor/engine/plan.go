@@ -151,8 +151,8 @@ type TenantStatus struct {
 	Usage quota.Vector
 	// Queued counts the tenant's held jobs after this plan.
 	Queued int
-	// DominantShare is the weighted dominant-resource share used to order
-	// the queue at the start of the cycle.
+	// DominantShare is the weighted dominant-resource share after this
+	// plan (shares are recomputed after each admission of the walk).
 	DominantShare float64
 }
 

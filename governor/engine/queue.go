@@ -269,7 +269,7 @@ func (cy *cycle) markStarving(j *Job, missing []int) {
 		if cy.onStarve != nil {
 			cy.onStarve(j, r)
 		}
-		cy.plan.Reservations = append(cy.plan.Reservations, Reservation{Job: j.Key(), Start: r.Start, Nodes: r.Nodes})
+		cy.plan.Reservations = append(cy.plan.Reservations, Reservation{Job: j.Key(), Pool: pool, Start: r.Start, Nodes: r.Nodes})
 		cy.starveVer++
 	}
 }

@@ -27,8 +27,9 @@ type reservation struct {
 // Reservation is a starving queue head's reservation as the plan shows
 // it.
 type Reservation struct {
-	// Job is the head's "namespace/id".
-	Job string
+	// Job is the head's "namespace/id"; Pool its node pool.
+	Job  string
+	Pool string
 	// Start is the earliest start; zero when unknown.
 	Start time.Time `json:",omitempty"`
 	// Nodes are the reserved nodes' IDs.
@@ -172,13 +173,20 @@ func (c *capacity) scratch(nodes []*freeNode) *capacity {
 	return s
 }
 
+// EndsBefore tells whether job j, started at now, ends by the
+// reservation's start by its run time (allot.max-runtime or estimate).
+func (r *Reservation) EndsBefore(j *Job, now time.Time) bool {
+	rt := RuntimeOf(j)
+	return !r.Start.IsZero() && rt > 0 && !now.Add(rt).After(r.Start)
+}
+
 // checkBackfill decides whether job j may start beside the reservation
 // r of its pool's starving head: when its run time ends before r starts,
 // or when it fits outside the reserved nodes. It returns the order check
 // and, when j may go on, the fit to use (nil: the usual fit).
 func (cy *cycle) checkBackfill(j *Job, missing []int, shape string, r *reservation) (Check, *fitResult) {
 	rt := RuntimeOf(j)
-	if !r.Start.IsZero() && rt > 0 && !cy.s.Now.Add(rt).After(r.Start) {
+	if (&Reservation{Start: r.Start}).EndsBefore(j, cy.s.Now) {
 		return Check{Name: "order", OK: true, Detail: fmt.Sprintf("backfill: runs at most %s, ending before %s's reservation starts at %s",
 			rt, r.head.Key(), r.Start.UTC().Format(time.RFC3339))}, nil
 	}

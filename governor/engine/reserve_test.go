@@ -141,7 +141,7 @@ func TestReservationStart(t *testing.T) {
 		[]*Alloc{a1, a2}, j1, j2, head, long, short)
 	s.Now = now
 	p := Decide(testConfig(), s)
-	must.Eq(t, []Reservation{{Job: "t/head", Start: now.Add(time.Hour), Nodes: []string{"n1"}}}, p.Reservations)
+	must.Eq(t, []Reservation{{Job: "t/head", Pool: "default", Start: now.Add(time.Hour), Nodes: []string{"n1"}}}, p.Reservations)
 	must.StrContains(t, p.Verdicts["t/short"].Reason, "admitted")
 	must.StrContains(t, p.Verdicts["t/long"].Reason, "holds a reservation")
 	must.StrContains(t, p.Verdicts["t/long"].Reason, "may run 3h0m0s, past that")
@@ -153,7 +153,7 @@ func TestReservationStart(t *testing.T) {
 	tiny := mkJob("t", "tiny").QueuedAt(now.Add(-time.Minute)).Device(h200, 1).Build()
 	s.Jobs = append(s.Jobs, tiny)
 	p = Decide(testConfig(), s)
-	must.Eq(t, []Reservation{{Job: "t/head", Nodes: []string{"n1"}}}, p.Reservations)
+	must.Eq(t, []Reservation{{Job: "t/head", Pool: "default", Nodes: []string{"n1"}}}, p.Reservations)
 	must.StrContains(t, p.Verdicts["t/tiny"].Reason, "admitted")
 	must.StrContains(t, p.Verdicts["t/short"].Reason, "its start is unknown")
 }

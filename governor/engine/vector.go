@@ -24,6 +24,16 @@ func allocVector(a *Alloc) quota.Vector {
 // model, by model. The arithmetic saturates and negative amounts count as
 // zero, so a huge count can never wrap into a small or negative request
 // (audit #6).
+// Request is what every allocation of j asks for together (by count; a
+// system job's per-node count is not known here).
+func Request(j *Job) quota.Vector {
+	missing := make([]int, len(j.Groups))
+	for i, g := range j.Groups {
+		missing[i] = g.Count
+	}
+	return requestVector(j, missing)
+}
+
 func requestVector(j *Job, missing []int) quota.Vector {
 	v := quota.Vector{}
 	for i, g := range j.Groups {
