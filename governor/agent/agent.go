@@ -47,6 +47,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 		return err
 	}
 	store.UseSealer(sealer)
+	store.UseTokens(tokensFor(cfg, client, log.Named("jobmeta")))
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
 	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Sealer: sealer, Log: log.Named("actuate"), Now: time.Now}

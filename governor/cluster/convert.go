@@ -12,10 +12,13 @@ import (
 // ConvertJob converts a job whose governor record nobody verified, such
 // as a caller's submission, into the engine's view: its allot.* record
 // counts for nothing (ConvertStored converts jobs as Nomad stores them).
-func ConvertJob(j *api.Job) *engine.Job { return convertJob(j, jobmeta.Record{}) }
+// It assumes the cluster demands every submitter token (the zero
+// jobmeta.Tokens); Store.NeedsSubmitterToken knows the cluster's settings.
+func ConvertJob(j *api.Job) *engine.Job { return convertJob(j, jobmeta.Record{}, jobmeta.Tokens{}) }
 
-// convertJob converts j with rec as its governor record.
-func convertJob(j *api.Job, rec jobmeta.Record) *engine.Job {
+// convertJob converts j with rec as its governor record, on a cluster
+// that demands tokens of submitters (engine.Job.NeedsToken).
+func convertJob(j *api.Job, rec jobmeta.Record, tokens jobmeta.Tokens) *engine.Job {
 	out := &engine.Job{
 		Namespace:   str(j.Namespace, api.DefaultNamespace),
 		ID:          str(j.ID, ""),
@@ -36,6 +39,7 @@ func convertJob(j *api.Job, rec jobmeta.Record) *engine.Job {
 		out.SubmittedAt = time.Unix(0, *j.SubmitTime).UTC().Truncate(time.Millisecond)
 	}
 	applyRecord(out, j, rec)
+	out.NeedsToken = tokens.Needs(j)
 	for _, tg := range canonicalGroups(j) {
 		out.Groups = append(out.Groups, convertGroup(tg))
 	}

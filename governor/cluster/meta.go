@@ -16,7 +16,7 @@ import (
 // job registered without the governor. A nil s verifies nothing.
 func ConvertStored(j *api.Job, s *jobmeta.Sealer) *engine.Job {
 	rec, _ := s.Verify(j)
-	return convertJob(j, rec)
+	return convertJob(j, rec, jobmeta.Tokens{})
 }
 
 // JobState derives the governor's view of stored job j (see
@@ -51,7 +51,6 @@ func applyRecord(out *engine.Job, j *api.Job, rec jobmeta.Record) {
 	out.Requeues = rec.Requeues
 	out.PreemptedBy = strings.Join(rec.PreemptedBy, " ")
 	out.NoGang = strings.EqualFold(strings.TrimSpace(j.Meta[jobmeta.Gang]), "false")
-	out.NeedsToken = jobmeta.NeedsSubmitterToken(j)
 }
 
 // RecordOf is the verified governor record the store's job j was

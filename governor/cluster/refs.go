@@ -22,7 +22,7 @@ func (s *Store) convert(j *api.Job) *engine.Job {
 			rec.PreemptedBy[i] = key
 		}
 	}
-	return convertJob(j, rec)
+	return convertJob(j, rec, s.tokens)
 }
 
 // noteRef remembers the reference of job key. The map is rebuilt from the

@@ -51,6 +51,8 @@ type Store struct {
 	changed chan struct{}
 	// sealer verifies the governor records of stored jobs (UseSealer).
 	sealer *jobmeta.Sealer
+	// tokens is what the cluster demands of submitters (UseTokens).
+	tokens jobmeta.Tokens
 	// refs maps opaque preemptor references to job keys (refs.go).
 	refs map[string]string
 	// reserved holds the proxy's reservations, deadAt when finished jobs
@@ -68,6 +70,25 @@ func (s *Store) UseSealer(sealer *jobmeta.Sealer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sealer = sealer
+}
+
+// UseTokens tells the store which submitter tokens the cluster demands
+// (jobmeta.TokensFromAgent); jobs converted afterwards mark NeedsToken
+// accordingly. Without it, every token counts as demanded. Call it before
+// the watcher fills the store.
+func (s *Store) UseTokens(t jobmeta.Tokens) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens = t
+}
+
+// NeedsSubmitterToken reports whether Nomad would refuse to register j
+// without its submitter's Vault or Consul token on this cluster
+// (UseTokens).
+func (s *Store) NeedsSubmitterToken(j *api.Job) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.tokens.Needs(j)
 }
 
 // NewStore returns an empty store. book receives namespace meta; governs

@@ -7,7 +7,7 @@ import (
 )
 
 // The parts of a job the wire types keep only as far as
-// jobmeta.NeedsSubmitterToken reads them: whether a task has a vault
+// jobmeta.Tokens.Needs reads them: whether a task has a vault
 // block or templates, and each service's provider. The rest of those
 // blocks is scanned over.
 

@@ -67,6 +67,10 @@ type Config struct {
 	Admission Admission
 	// Ledger configures the usage, cost and audit ledger (ledger.go).
 	Ledger Ledger
+	// SubmitterTokens says whether jobs need their submitter's Vault or
+	// Consul token on this cluster (tokens.go): SubmitterTokensAuto
+	// (default), SubmitterTokensRequired or SubmitterTokensNone.
+	SubmitterTokens string
 }
 
 // Nomad is how the governor reaches Nomad.
@@ -124,6 +128,7 @@ func Default() Config {
 		Limits:            defaultLimits(),
 		Auth:              defaultAuth(),
 		Ledger:            defaultLedger(),
+		SubmitterTokens:   SubmitterTokensAuto,
 	}
 }
 
@@ -170,6 +175,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateClasses()...)
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateLedger()...)
+	errs = append(errs, c.validateTokens()...)
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,

@@ -32,6 +32,7 @@ type fileConfig struct {
 	AdmissionKeyFile  *string      `hcl:"admission_key_file"`
 	AdmissionKeyNS    *string      `hcl:"admission_key_namespace"`
 	Ledger            *fileLedger  `hcl:"ledger,block"`
+	SubmitterTokens   *string      `hcl:"submitter_tokens"`
 }
 
 type fileNomad struct {
@@ -73,6 +74,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	setStr(&c.Listen, f.Listen)
 	setStr(&c.LogLevel, f.LogLevel)
 	setStr(&c.SystemJobs, f.SystemJobs)
+	setStr(&c.SubmitterTokens, f.SubmitterTokens)
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug
 	}

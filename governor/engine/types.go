@@ -57,7 +57,7 @@ type Job struct {
 	// Priority is the job's Nomad priority.
 	Priority int
 	// NeedsToken marks a job Nomad may refuse to register without its
-	// submitter's Vault or Consul token (jobmeta.NeedsSubmitterToken): the
+	// submitter's Vault or Consul token (jobmeta.Tokens.Needs with the cluster's settings): the
 	// governor cannot hold or requeue it, so it is never a victim.
 	NeedsToken bool
 	// Reserved marks a job the proxy has just admitted, before Nomad

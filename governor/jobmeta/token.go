@@ -2,31 +2,100 @@ package jobmeta
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
 )
 
-// NeedsSubmitterToken reports whether Nomad may refuse to register job
-// without the submitter's Vault or Consul token: a task with a vault
-// block (nomad/job_endpoint_hook_vault.go), or Consul usage as Nomad
-// 1.6.1 counts it (structs.Job.ConsulUsages: a service whose provider is
-// consul, the default, on the group or a task, or a task template).
-// Nomad never stores those tokens, so the governor, writing with its own
-// token, cannot hold, requeue or re-admit such a job on a cluster that
-// sets vault/consul allow_unauthenticated = false. The proxy admits such a
-// job or refuses it (409), never holds it; the engine never picks it as a
+// Tokens says which submitter tokens a Nomad cluster demands when a job
+// is registered. Nomad never stores those tokens, so the governor,
+// writing with its own token, cannot hold, requeue or re-admit a job
+// whose registration needs one. The zero value demands both: the safe
+// assumption when the cluster's settings are unknown.
+type Tokens struct {
+	// VaultOptional mirrors the servers' vault.allow_unauthenticated =
+	// true (Nomad's default) or Vault being disabled: a vault block
+	// needs no Vault token (nomad/job_endpoint_hook_vault.go).
+	VaultOptional bool
+	// ConsulOptional mirrors consul.allow_unauthenticated = true
+	// (Nomad's default): Consul services and templates need no Consul
+	// token (nomad/job_endpoint.go, checkConsulToken).
+	ConsulOptional bool
+}
+
+// Token modes of the governor's submitter_tokens setting.
+const (
+	// TokensAuto reads the Nomad agent's configuration at start
+	// (TokensFromAgent).
+	TokensAuto = "auto"
+	// TokensRequired assumes both tokens are demanded.
+	TokensRequired = "required"
+	// TokensNone assumes neither is.
+	TokensNone = "none"
+)
+
+// TokensOf returns the Tokens of a fixed mode (TokensRequired or
+// TokensNone); ok is false for TokensAuto and unknown modes.
+func TokensOf(mode string) (t Tokens, ok bool) {
+	switch mode {
+	case TokensRequired:
+		return Tokens{}, true
+	case TokensNone:
+		return Tokens{VaultOptional: true, ConsulOptional: true}, true
+	}
+	return Tokens{}, false
+}
+
+// Needs reports whether Nomad refuses to register job without its
+// submitter's Vault or Consul token on a cluster with these settings: a
+// task with a vault block when Vault tokens are demanded, or Consul usage
+// as Nomad 1.6.1 counts it (structs.Job.ConsulUsages: a service whose
+// provider is consul, the default, on the group or a task, or a task
+// template) when Consul tokens are. The proxy admits such a job or
+// refuses it (409), never holds it; the engine never picks it as a
 // victim.
-func NeedsSubmitterToken(job *api.Job) bool {
+func (t Tokens) Needs(job *api.Job) bool {
 	if job == nil {
 		return false
 	}
+	return (!t.VaultOptional && usesVault(job)) || (!t.ConsulOptional && usesConsul(job))
+}
+
+// String names what is demanded, for logs: "vault and consul", "vault",
+// "consul" or "none".
+func (t Tokens) String() string {
+	var need []string
+	if !t.VaultOptional {
+		need = append(need, "vault")
+	}
+	if !t.ConsulOptional {
+		need = append(need, "consul")
+	}
+	if len(need) == 0 {
+		return "none"
+	}
+	return strings.Join(need, " and ")
+}
+
+func usesVault(job *api.Job) bool {
+	for _, tg := range job.TaskGroups {
+		for _, t := range tg.Tasks {
+			if t.Vault != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func usesConsul(job *api.Job) bool {
 	for _, tg := range job.TaskGroups {
 		if consulServices(tg.Services) {
 			return true
 		}
 		for _, t := range tg.Tasks {
-			if t.Vault != nil || len(t.Templates) > 0 || consulServices(t.Services) {
+			if len(t.Templates) > 0 || consulServices(t.Services) {
 				return true
 			}
 		}
@@ -41,6 +110,40 @@ func consulServices(svcs []*api.Service) bool {
 		}
 	}
 	return false
+}
+
+// ErrTokensUnknown means the agent's configuration did not say what the
+// cluster demands; TokensFromAgent then answers the safe zero Tokens.
+var ErrTokensUnknown = errors.New("cannot tell which submitter tokens Nomad demands")
+
+// TokensFromAgent reads what the cluster demands from a Nomad agent's
+// configuration as /v1/agent/self returns it (api.AgentSelf.Config).
+// Only a server's configuration counts: the servers check tokens at
+// registration, and a client agent's vault and consul blocks need not
+// match theirs. A missing or malformed value counts as Nomad counts an
+// unset pointer: not allowed. On error the answer is the zero Tokens
+// (both demanded) with an error wrapping ErrTokensUnknown.
+func TokensFromAgent(cfg map[string]interface{}) (Tokens, error) {
+	if cfg == nil {
+		return Tokens{}, fmt.Errorf("%w: the agent returned no configuration (its token needs agent:read)", ErrTokensUnknown)
+	}
+	if !boolAt(cfg, "Server", "Enabled") {
+		return Tokens{}, fmt.Errorf("%w: the agent is not a server (point the governor at a server, or set submitter_tokens)", ErrTokensUnknown)
+	}
+	return Tokens{
+		VaultOptional:  !boolAt(cfg, "Vault", "Enabled") || boolAt(cfg, "Vault", "AllowUnauthenticated"),
+		ConsulOptional: boolAt(cfg, "Consul", "AllowUnauthenticated"),
+	}, nil
+}
+
+// boolAt is cfg[block][key] when that is a JSON true.
+func boolAt(cfg map[string]interface{}, block, key string) bool {
+	m, ok := cfg[block].(map[string]interface{})
+	if !ok {
+		return false
+	}
+	b, ok := m[key].(bool)
+	return ok && b
 }
 
 // ErrSubmitterToken means Nomad refused a governor write because the job

@@ -127,6 +127,7 @@ func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *s
 	prev := p.previous(ns, *j.ID)
 	cand := cluster.ConvertJob(j)
 	cand.Namespace = ns
+	cand.NeedsToken = p.store.NeedsSubmitterToken(j)
 	carry(cand, prev)
 	st := jobmeta.Stamp{Now: time.Now(), SubmittedBy: sub.t.Accessor}
 	mark := func(hold bool) func(reconcile.Verdict) ([][]byte, error) {
@@ -149,7 +150,7 @@ func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *s
 	case prev.Running():
 		// Holding an update stops the version that runs: refuse it instead.
 		a.why = " (the job runs now; an update that is not admitted is refused rather than held, which would stop it)"
-	case jobmeta.NeedsSubmitterToken(j):
+	case cand.NeedsToken:
 		a.why = " (the job needs its submitter's Vault or Consul token, which Nomad does not keep, so the governor cannot hold it)"
 	default:
 		a.hold = mark(true)
