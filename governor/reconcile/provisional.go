@@ -134,3 +134,43 @@ func insertQueued(q []engine.Verdict, v engine.Verdict) []engine.Verdict {
 	}
 	return q
 }
+
+// position returns where j, with class, stands in the latest plan's queue
+// plus the jobs the proxy held since, and the queue's length with j: a
+// binary search in the plan's index and a walk of the held entries only.
+func (r *Reconciler) position(j *engine.Job, class string) (overall, tenant, total int) {
+	r.plMu.Lock()
+	defer r.plMu.Unlock()
+	if r.latest == nil {
+		return 1, 1, 1
+	}
+	if r.pos == nil {
+		r.pos = engine.NewPositions(r.latest, r.Config)
+	}
+	overall, tenant = r.pos.Of(j, class)
+	total = len(r.latest.Queue) + 1
+	prio, share := r.Config.Classes[class].Priority, shareOf(r.latest, j.Namespace)
+	for key, e := range r.prov.entries {
+		if e.admitted || key == j.Key() {
+			continue
+		}
+		total++
+		vp, vs := r.Config.Classes[e.v.Class].Priority, shareOf(r.latest, e.v.Namespace)
+		if vp > prio || (vp == prio && (vs < share || (vs == share && !e.v.QueuedAt.After(j.QueuedAt)))) {
+			overall++
+			if e.v.Namespace == j.Namespace {
+				tenant++
+			}
+		}
+	}
+	return overall, tenant, total
+}
+
+func shareOf(p *engine.Plan, ns string) float64 {
+	for _, t := range p.Tenants {
+		if t.Namespace == ns {
+			return t.DominantShare
+		}
+	}
+	return 0
+}

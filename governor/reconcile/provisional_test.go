@@ -34,6 +34,11 @@ func TestReadYourWrites(t *testing.T) {
 	must.Eq(t, "big", q[0].JobID)
 	must.Eq(t, v.Position, q[0].Position)
 	must.Eq(t, 1, r.Latest().Tenants[0].Queued)
+	v2, _ := r.Reserve(cluster.ConvertJob(gpuJob("big2", 4, false)))
+	must.Eq(t, 2, v2.Position, must.Sprint("behind the job held just before"))
+	must.Eq(t, 2, v2.Total)
+	must.SliceLen(t, 2, r.Latest().Queue)
+	r.dropProvisional("ml/big2")
 	undo()
 	must.SliceLen(t, 0, r.Latest().Queue, must.Sprint("Nomad refused the write: not queued"))
 }

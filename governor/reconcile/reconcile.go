@@ -48,6 +48,8 @@ type Reconciler struct {
 	// merged is latest with the provisional decisions (nil: not built).
 	merged *engine.Plan
 	prov   provisional
+	// pos indexes latest's queue for positions (built on first use).
+	pos *engine.Positions
 	plMu   sync.RWMutex
 }
 
@@ -149,7 +151,7 @@ func (r *Reconciler) observeRequeue(d engine.Decision) {
 func (r *Reconciler) setLatest(p *engine.Plan) {
 	r.plMu.Lock()
 	r.latest = p
-	r.merged = nil
+	r.merged, r.pos = nil, nil
 	r.prov.settle(p, r.Now())
 	r.plMu.Unlock()
 }
@@ -278,11 +280,7 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 		}
 	}
 	if !v.Admitted {
-		v.Position, v.TenantPosition, v.Total = 1, 1, 1
-		if latest != nil {
-			v.Position, v.TenantPosition = engine.QueuePosition(latest, r.Config, j, v.Class)
-			v.Total = len(latest.Queue) + 1
-		}
+		v.Position, v.TenantPosition, v.Total = r.position(j, v.Class)
 	}
 	v.Priority = r.Config.Classes[v.Class].Priority
 	return v

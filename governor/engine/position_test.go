@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// linearPosition is the definition Positions must match: count the
+// queued jobs that stand ahead, j itself excluded.
+func linearPosition(p *Plan, cfg Config, j *Job, class string) (overall, tenant int) {
+	shares := map[string]float64{}
+	for _, t := range p.Tenants {
+		shares[t.Namespace] = t.DominantShare
+	}
+	prio, share := cfg.Classes[class].Priority, shares[j.Namespace]
+	overall, tenant = 1, 1
+	for _, v := range p.Queue {
+		if v.Namespace == j.Namespace && v.JobID == j.ID {
+			continue
+		}
+		vp, vs := cfg.Classes[v.Class].Priority, shares[v.Namespace]
+		if vp > prio || (vp == prio && (vs < share || (vs == share && !v.QueuedAt.After(j.QueuedAt)))) {
+			overall++
+			if v.Namespace == j.Namespace {
+				tenant++
+			}
+		}
+	}
+	return overall, tenant
+}
+
+// TestPropertyPositionsMatchLinear: the indexed positions equal the
+// linear count on random queues, for new jobs and for queued ones.
+func TestPropertyPositionsMatchLinear(t *testing.T) {
+	cfg := testConfig()
+	classes := []string{"high", "standard", "low"}
+	for seed := int64(0); seed < 200; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		p := &Plan{}
+		for i := 0; i < 3; i++ {
+			p.Tenants = append(p.Tenants, TenantStatus{Tenant: *mkTenant(fmt.Sprintf("t%d", i)).Build(), DominantShare: float64(r.Intn(3)) / 2})
+		}
+		for i := 0; i < r.Intn(60); i++ {
+			p.Queue = append(p.Queue, Verdict{Namespace: fmt.Sprintf("t%d", r.Intn(3)), JobID: fmt.Sprintf("q%d", i),
+				Class: classes[r.Intn(3)], QueuedAt: t0.Add(time.Duration(r.Intn(20)) * time.Minute)})
+		}
+		ps := NewPositions(p, cfg)
+		for k := 0; k < 20; k++ {
+			j := mkJob(fmt.Sprintf("t%d", r.Intn(3)), fmt.Sprintf("new%d", k)).QueuedAt(t0.Add(time.Duration(r.Intn(20)) * time.Minute)).Build()
+			if len(p.Queue) > 0 && r.Intn(2) == 0 {
+				v := p.Queue[r.Intn(len(p.Queue))]
+				j = mkJob(v.Namespace, v.JobID).QueuedAt(v.QueuedAt).Build()
+			}
+			class := classes[r.Intn(3)]
+			o, tn := ps.Of(j, class)
+			wo, wt := linearPosition(p, cfg, j, class)
+			must.Eq(t, wo, o, must.Sprintf("seed %d job %s", seed, j.Key()))
+			must.Eq(t, wt, tn, must.Sprintf("seed %d job %s", seed, j.Key()))
+		}
+	}
+}
