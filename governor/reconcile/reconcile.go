@@ -49,8 +49,8 @@ type Reconciler struct {
 	merged *engine.Plan
 	prov   provisional
 	// pos indexes latest's queue for positions (built on first use).
-	pos *engine.Positions
-	plMu   sync.RWMutex
+	pos  *engine.Positions
+	plMu sync.RWMutex
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
