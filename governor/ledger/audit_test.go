@@ -53,11 +53,13 @@ type fakeNomad struct {
 	nodes      []*api.NodeListStub
 	allocs     []*api.AllocationListStub
 	index      uint64
+	blocked    []*api.Evaluation
 }
 
 func (f *fakeNomad) Allocations(ctx context.Context, filter string, wi uint64, w time.Duration) ([]*api.AllocationListStub, uint64, error) {
 	return f.allocs, f.index, nil
 }
+func (f *fakeNomad) Blocked(context.Context) ([]*api.Evaluation, error) { return f.blocked, nil }
 func (f *fakeNomad) Nodes(context.Context) ([]*api.NodeListStub, error) { return f.nodes, nil }
 func (f *fakeNomad) Namespaces(context.Context) ([]*api.Namespace, error) {
 	return f.namespaces, nil

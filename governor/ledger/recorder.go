@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 // Defaults of the recorder's periods.
@@ -32,6 +34,9 @@ type Recorder struct {
 	Context Context
 	// Waiting returns queued demand (devices) per node pool and model.
 	Waiting func() map[PoolModel]int64
+	// Jobs looks jobs up for the demand of Nomad's blocked evaluations
+	// (nil: not counted).
+	Jobs func(ns, id string) (*engine.Job, bool)
 	// Decisions returns the decision journal, newest first.
 	Decisions func() []Decision
 	// Audit records namespace meta changes; shared with the proxy hook.
@@ -172,13 +177,30 @@ func (r *Recorder) tick(ctx context.Context) {
 		return
 	}
 	r.setPools(nodes)
-	var waiting map[PoolModel]int64
-	if r.Waiting != nil {
-		waiting = r.Waiting()
-	}
+	waiting := r.waiting(ctx)
 	if err := r.DB.SampleCapacity(ctx, Inventory(nodes, waiting), now); err != nil {
 		r.Log.Warn("ledger could not sample capacity", "error", err)
 	}
+}
+
+// waiting is the governor's queued demand plus what Nomad could not place.
+func (r *Recorder) waiting(ctx context.Context) map[PoolModel]int64 {
+	out := map[PoolModel]int64{}
+	if r.Waiting != nil {
+		out = r.Waiting()
+	}
+	if r.Jobs == nil {
+		return out
+	}
+	evals, err := r.Nomad.Blocked(ctx)
+	if err != nil {
+		r.Log.Warn("ledger could not list blocked evaluations", "error", err)
+		return out
+	}
+	for k, n := range Blocked(evals, r.Jobs) {
+		out[k] += n
+	}
+	return out
 }
 
 // auditTick persists new decisions and detects namespace meta changes.

@@ -125,3 +125,12 @@ func TestWaitingFromQueue(t *testing.T) {
 	must.Eq(t, map[PoolModel]int64{{Pool: "infer", Model: "nvidia/gpu/L4"}: 4}, got)
 	must.Eq(t, map[PoolModel]int64{}, Waiting(nil, nil))
 }
+
+func TestBlockedDemand(t *testing.T) {
+	j := &engine.Job{NodePool: "infer", Groups: []engine.Group{{Name: "g", Count: 3,
+		Devices: []engine.DeviceRequest{{Name: "nvidia/gpu/L4", Count: 2}}}}}
+	evals := []*api.Evaluation{{Namespace: "ml", JobID: "a", FailedTGAllocs: map[string]*api.AllocationMetric{"g": {CoalescedFailures: 1}}},
+		{Namespace: "ml", JobID: "unknown"}}
+	got := Blocked(evals, func(ns, id string) (*engine.Job, bool) { return j, id == "a" })
+	must.Eq(t, map[PoolModel]int64{{Pool: "infer", Model: "nvidia/gpu/L4"}: 4}, got)
+}

@@ -61,6 +61,7 @@ func Start(ctx context.Context, o Options) (*Service, error) {
 		AccrueEvery: c.AccrueEvery, Context: storeContext(o.Store)}
 	if o.Plans != nil && o.Store != nil {
 		s.Recorder.Waiting = func() map[PoolModel]int64 { return Waiting(o.Plans.Latest(), o.Store.Job) }
+		s.Recorder.Jobs = o.Store.Job
 	}
 	if o.Journal != nil {
 		s.Recorder.Decisions = func() []Decision { return FromJournal(o.Journal.Recent()) }
@@ -109,6 +110,39 @@ func storeContext(st *cluster.Store) Context {
 	}
 }
 
+// Blocked sums the devices of the allocations Nomad could not place
+// (blocked evaluations: 1 + coalesced failures per group), per pool and
+// model: admitted or direct jobs that wait in Nomad rather than in the
+// governor's queue.
+func Blocked(evals []*api.Evaluation, job func(ns, id string) (*engine.Job, bool)) map[PoolModel]int64 {
+	out := map[PoolModel]int64{}
+	for _, ev := range evals {
+		j, ok := job(ev.Namespace, ev.JobID)
+		if !ok {
+			continue
+		}
+		for _, g := range j.Groups {
+			m := ev.FailedTGAllocs[g.Name]
+			if m == nil {
+				continue
+			}
+			addDevices(out, j.NodePool, g, int64(1+m.CoalescedFailures))
+		}
+	}
+	return out
+}
+
+func addDevices(out map[PoolModel]int64, pool string, g engine.Group, allocs int64) {
+	if pool == "" {
+		pool = "default"
+	}
+	for _, d := range g.Devices {
+		if strings.Count(d.Name, "/") == 2 && allocs > 0 && d.Count > 0 {
+			out[PoolModel{Pool: pool, Model: d.Name}] += allocs * int64(d.Count)
+		}
+	}
+}
+
 // Waiting sums the devices asked for by the queued jobs of plan (count ×
 // devices of each group), per node pool and device model; requests that
 // name no model ("nvidia/gpu") are not attributed.
@@ -122,16 +156,8 @@ func Waiting(plan *engine.Plan, job func(ns, id string) (*engine.Job, bool)) map
 		if !ok {
 			continue
 		}
-		pool := j.NodePool
-		if pool == "" {
-			pool = "default"
-		}
 		for _, g := range j.Groups {
-			for _, d := range g.Devices {
-				if strings.Count(d.Name, "/") == 2 && g.Count > 0 && d.Count > 0 {
-					out[PoolModel{Pool: pool, Model: d.Name}] += int64(g.Count) * int64(d.Count)
-				}
-			}
+			addDevices(out, j.NodePool, g, int64(g.Count))
 		}
 	}
 	return out

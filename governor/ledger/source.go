@@ -18,6 +18,9 @@ type Nomad interface {
 	Nodes(ctx context.Context) ([]*api.NodeListStub, error)
 	// Namespaces lists namespaces with their meta.
 	Namespaces(ctx context.Context) ([]*api.Namespace, error)
+	// Blocked lists the blocked evaluations of every namespace: work
+	// Nomad could not place for want of capacity.
+	Blocked(ctx context.Context) ([]*api.Evaluation, error)
 }
 
 // NomadAPI reads Nomad through its HTTP API with the governor's token.
@@ -51,6 +54,16 @@ func (n *NomadAPI) Namespaces(ctx context.Context) ([]*api.Namespace, error) {
 	out, _, err := n.Client.Namespaces().List((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	return out, nil
+}
+
+// Blocked implements Nomad.
+func (n *NomadAPI) Blocked(ctx context.Context) ([]*api.Evaluation, error) {
+	q := (&api.QueryOptions{Namespace: "*", Filter: `Status == "blocked"`}).WithContext(ctx)
+	out, _, err := n.Client.Evaluations().List(q)
+	if err != nil {
+		return nil, fmt.Errorf("listing blocked evaluations: %w", err)
 	}
 	return out, nil
 }
