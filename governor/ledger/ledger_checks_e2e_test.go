@@ -40,7 +40,7 @@ func TestE2E_Ledger(t *testing.T) {
 	mgmt := e.c.ManagementToken()
 	// The short pool: three jobs for the two L4s, all of them long.
 	for i := 0; i < 3; i++ {
-		e.submit("team-b", fmt.Sprintf("infer%d", i), "infer", "L4", 2, 600, 0)
+		e.submitThrough(e.a, "team-b", fmt.Sprintf("infer%d", i), "infer", "L4", 2, 600, 0)
 	}
 	// Quota changes: through governor A (SQLite) and B (PostgreSQL) by
 	// alice, and one straight to Nomad.
@@ -316,6 +316,7 @@ func (e *ledgerEnv) checkCapacityRanking(t *testing.T, mgmt string, since time.T
 	must.Len(t, 2, out.Pools)
 	must.Eq(t, "infer", out.Pools[0].Pool, must.Sprintf("capacity report: %s", stdout))
 	must.Positive(t, out.Pools[0].Waiting)
+	must.Greater(t, out.Pools[1].Shortage, out.Pools[0].Shortage)
 	_, table, _ := e.allotctl(e.a, mgmt, "report", "capacity", "-since", since.UTC().Format(time.RFC3339))
 	t.Logf("allotctl report capacity:\n%s", table)
 }

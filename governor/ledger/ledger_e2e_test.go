@@ -160,6 +160,21 @@ func (e *ledgerEnv) submit(ns, id, pool, model string, count, secs, exit int) {
 	e.jobs = append(e.jobs, ns+"/"+id)
 }
 
+// submitThrough registers a job through governor g's proxy, as a user
+// would: a job that does not fit is registered held and queued.
+func (e *ledgerEnv) submitThrough(g *testcluster.Governor, ns, id, pool, model string, count, secs, exit int) {
+	e.t.Helper()
+	job, err := testcluster.ParseHCL(id+".nomad.hcl", []byte(fmt.Sprintf(ledgerJob, id, ns, pool, secs, exit, model, count)))
+	must.NoError(e.t, err)
+	cfg := api.DefaultConfig()
+	cfg.Address, cfg.SecretID = g.Addr, e.c.ManagementToken()
+	client, err := api.NewClient(cfg)
+	must.NoError(e.t, err)
+	_, _, err = client.Jobs().Register(job, &api.WriteOptions{Namespace: ns})
+	must.NoError(e.t, err)
+	e.jobs = append(e.jobs, ns+"/"+id)
+}
+
 // stopJob stops a job as a user would (nomad job stop).
 func (e *ledgerEnv) stopJob(key string) {
 	ns, id, _ := strings.Cut(key, "/")
@@ -189,7 +204,9 @@ func (e *ledgerEnv) allotctl(g *testcluster.Governor, token string, args ...stri
 }
 
 // workload submits random jobs (completions, failures, user stops) for
-// about d, killing a governor every few seconds.
+// about d, half straight to Nomad, half through governor A (queued when
+// they do not fit, which is what lets the governor reclaim and preempt),
+// killing a governor every few seconds.
 func (e *ledgerEnv) workload(d time.Duration) {
 	end := time.Now().Add(d)
 	nextKill := time.Now().Add(time.Duration(3+e.rng.Intn(6)) * time.Second)
@@ -199,7 +216,12 @@ func (e *ledgerEnv) workload(d time.Duration) {
 		if e.rng.Intn(5) == 0 {
 			exit = 1
 		}
-		e.submit(ns, fmt.Sprintf("w%03d", i), "train", "H200", 1+e.rng.Intn(2), 2+e.rng.Intn(9), exit)
+		id := fmt.Sprintf("w%03d", i)
+		if i%2 == 0 {
+			e.submit(ns, id, "train", "H200", 1+e.rng.Intn(2), 2+e.rng.Intn(9), exit)
+		} else {
+			e.submitThrough(e.a, ns, id, "train", "H200", 1+e.rng.Intn(3), 2+e.rng.Intn(9), exit)
+		}
 		if i > 3 && e.rng.Intn(4) == 0 {
 			e.stopJob(e.jobs[len(e.jobs)-1-e.rng.Intn(4)])
 		}
