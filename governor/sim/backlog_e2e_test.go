@@ -122,7 +122,7 @@ func fill(b *testing.B, client *api.Client, n int) {
 	}
 }
 
-func proxyClient(b *testing.B, addr string) *api.Client {
+func proxyClient(b testing.TB, addr string) *api.Client {
 	cfg := api.DefaultConfig()
 	cfg.Address = addr
 	cfg.HttpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}

@@ -1,0 +1,242 @@
+//go:build e2e
+
+package sim
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/workload"
+	"github.com/allot-sh/allot/internal/testcluster"
+)
+
+// Fidelity replay sizes: 4 clients × 8 inventory GPUs, 150 jobs of 3
+// tenants submitted over 75 s, each running 2–16 s of toy-trainer steps.
+const (
+	fidNodes   = 4
+	fidJobs    = 150
+	fidSpan    = 75 * time.Second
+	fidStep    = 500 * time.Millisecond
+	fidMinDur  = 2 * time.Second
+	fidMaxDur  = 16 * time.Second
+	fidLoad    = 0.9
+	fidTimeout = 4 * time.Minute
+)
+
+const fidInventory = `
+seed           = %q
+driver_version = "550.54.15"
+cuda_version   = "12.4"
+gpu "H200" {
+  count              = 8
+  memory_mib         = 143771
+  compute_capability = "9.0"
+  topology           = "nvswitch"
+}
+`
+
+// fidCluster is the simulator's cluster file for the same fleet and
+// tenants (quotas as fractions of the 32 GPUs).
+const fidCluster = `
+node "h200" {
+  inventory  = %q
+  count      = %d
+  pool       = "gpu"
+  cpu_mhz    = 1000000
+  memory_mib = 1000000
+}
+tenant "fa" {
+  load      = 0.5
+  gpu_quota = 0.375
+  gpu_limit = 0.75
+}
+tenant "fb" {
+  load      = 0.3
+  gpu_quota = 0.375
+  gpu_limit = 0.75
+}
+tenant "fc" {
+  load      = 0.2
+  gpu_quota = 0.25
+  gpu_limit = 0.5
+}
+`
+
+// TestE2E_SimFidelity replays one trace on the real stack (Nomad 1.6.1,
+// nomad-device-accel, nomad-driver-ckpt running the toy trainer, the
+// governor with a 1 s cycle, preemption off) and in the simulator
+// (policy allot, the same engine configuration), and compares the order
+// in which jobs start (Kendall τ), each job's wait and the utilization.
+func TestE2E_SimFidelity(t *testing.T) {
+	dir := t.TempDir()
+	inv := filepath.Join(dir, "node.hcl")
+	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(fidInventory, "fid")), 0o644))
+	spec, err := fleet.Parse(filepath.Join(dir, "cluster.hcl"), []byte(fmt.Sprintf(fidCluster, inv, fidNodes)))
+	must.NoError(t, err)
+	jobs := fidelityTrace(t, spec)
+
+	c, gov, trainer := fidelityStack(t, dir, inv)
+	client := proxyClient(t, gov)
+	observed := replay(t, c, client, trainer, jobs)
+
+	opts := DefaultOptions()
+	opts.CycleInterval, opts.SampleInterval = time.Second, time.Second
+	opts.Engine.DisablePreemption = true
+	simJobs := make([]*workload.Job, len(jobs))
+	for i, j := range jobs {
+		cp := *j
+		cp.Submit = observed[j.ID].Submit // as actually submitted
+		simJobs[i] = &cp
+	}
+	res, err := Run(spec, simJobs, Allot, opts)
+	must.NoError(t, err)
+	var obs []Observed
+	for _, o := range observed {
+		obs = append(obs, o)
+	}
+	f := Compare(obs, res)
+	t.Logf("fidelity: %d jobs, Kendall τ %.3f, |wait real − sim| mean %.1f s p50 %.1f s p95 %.1f s max %.1f s, mean wait real %.1f s sim %.1f s, utilization real %.3f sim %.3f",
+		f.Jobs, f.Tau, f.WaitDiff.Mean.Seconds(), f.WaitDiff.P50.Seconds(), f.WaitDiff.P95.Seconds(), f.WaitDiff.Max.Seconds(),
+		f.MeanWaitReal.Seconds(), f.MeanWaitSim.Seconds(), f.UtilReal, f.UtilSim)
+	must.Eq(t, len(jobs), f.Jobs, must.Sprint("every job started on both"))
+	must.Greater(t, 0.7, f.Tau, must.Sprint("start orders agree"))
+	must.Less(t, 10*time.Second, f.WaitDiff.Mean, must.Sprint("waits agree on average"))
+	must.Less(t, 0.15, math.Abs(f.UtilReal-f.UtilSim), must.Sprint("utilization agrees"))
+}
+
+// fidelityTrace draws the workload (1–8 GPUs, one allocation each) and
+// scales its run times into [fidMinDur, fidMaxDur] in whole steps so the
+// offered load is about fidLoad of the 32 GPUs over fidSpan.
+func fidelityTrace(t *testing.T, spec *fleet.Spec) []*workload.Job {
+	p := workload.Params{Seed: 1, Jobs: fidJobs, Span: fidSpan, MaxGPUs: 8, Pool: "gpu"}
+	for _, tn := range spec.Tenants {
+		p.Tenants = append(p.Tenants, workload.TenantLoad{Name: tn.Name, Share: tn.Load})
+	}
+	jobs, err := workload.Generate(p)
+	must.NoError(t, err)
+	var work float64
+	for _, j := range jobs {
+		work += float64(j.GPUs()) * j.Duration.Seconds()
+	}
+	f := fidLoad * float64(spec.GPUs()) * fidSpan.Seconds() / work
+	for _, j := range jobs {
+		d := time.Duration(float64(j.Duration) * f).Round(fidStep)
+		if d < fidMinDur {
+			d = fidMinDur
+		}
+		if d > fidMaxDur {
+			d = fidMaxDur
+		}
+		j.Duration, j.Checkpoint = d, 0
+	}
+	return jobs
+}
+
+// fidelityStack starts the real stack: fidNodes clients with the ckpt
+// driver (unisolated) and 8 inventory GPUs each, the three tenants, and
+// the governor.
+func fidelityStack(t *testing.T, dir, inv string) (*testcluster.Cluster, string, string) {
+	root := t.TempDir()
+	var clients []testcluster.ClientSpec
+	for i := 0; i < fidNodes; i++ {
+		clients = append(clients, testcluster.ClientSpec{Name: fmt.Sprintf("fid-%d", i), NodePool: "gpu",
+			PluginConfig: map[string]string{
+				"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv),
+				"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q\n%s", root, testcluster.CkptUnisolated),
+			},
+			Ready: testcluster.HasDevices("nvidia/gpu/H200", 8)})
+	}
+	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel", "nomad-driver-ckpt"}, Clients: clients})
+	for ns, meta := range map[string]map[string]string{
+		"fa": {"allot.quota.gpu": "12", "allot.limit.gpu": "24"},
+		"fb": {"allot.quota.gpu": "12", "allot.limit.gpu": "24"},
+		"fc": {"allot.quota.gpu": "8", "allot.limit.gpu": "16"},
+	} {
+		_, err := c.API.Namespaces().Register(&api.Namespace{Name: ns, Meta: meta}, nil)
+		must.NoError(t, err)
+	}
+	cfg := filepath.Join(dir, "governor.hcl")
+	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\ndisable_preemption = true\n"), 0o644))
+	g := c.StartGovernor("-config", cfg)
+	return c, g.Addr, testcluster.BuildToyTrainer(t, dir)
+}
+
+// replay submits the jobs through the governor's proxy at their trace
+// offsets and waits until every one finished; it returns when each job
+// was submitted, started (its task started) and ended, as offsets from
+// the first submission.
+func replay(t *testing.T, c *testcluster.Cluster, client *api.Client, trainer string, jobs []*workload.Job) map[string]Observed {
+	start := time.Now()
+	submitted := map[string]time.Duration{}
+	for _, j := range jobs {
+		if wait := time.Until(start.Add(j.Submit)); wait > 0 {
+			<-time.After(wait) // pacing the trace, not waiting for state
+		}
+		submitted[j.ID] = time.Since(start)
+		_, _, err := client.Jobs().Register(fidelityJob(j, trainer), nil)
+		must.NoError(t, err, must.Sprintf("submitting %s", j.ID))
+	}
+	out := map[string]Observed{}
+	c.Eventually(fidTimeout, "every replayed job finished", func() error {
+		for _, j := range jobs {
+			if _, done := out[j.ID]; done {
+				continue
+			}
+			o, err := observe(c, j, start)
+			if err != nil {
+				return err
+			}
+			o.Submit = submitted[j.ID]
+			out[j.ID] = o
+		}
+		return nil
+	})
+	return out
+}
+
+// observe reads job j's finished allocation: when its task started and
+// finished.
+func observe(c *testcluster.Cluster, j *workload.Job, start time.Time) (Observed, error) {
+	allocs, _, err := c.API.Jobs().Allocations(j.ID, true, &api.QueryOptions{Namespace: j.Tenant})
+	if err != nil {
+		return Observed{}, err
+	}
+	sort.Slice(allocs, func(a, b int) bool { return allocs[a].CreateIndex < allocs[b].CreateIndex })
+	for _, a := range allocs {
+		ts := a.TaskStates["train"]
+		if a.ClientStatus != "complete" || ts == nil || ts.StartedAt.IsZero() {
+			continue
+		}
+		return Observed{ID: j.ID, GPUs: j.GPUs(), Start: ts.StartedAt.Sub(start), End: ts.FinishedAt.Sub(start)}, nil
+	}
+	return Observed{}, fmt.Errorf("job %s/%s has not finished (%d allocations)", j.Tenant, j.ID, len(allocs))
+}
+
+// fidelityJob is j as a ckpt-driver batch job running the toy trainer for
+// its duration in fidStep steps.
+func fidelityJob(j *workload.Job, trainer string) *api.Job {
+	g := j.Groups[0]
+	job := api.NewBatchJob(j.ID, j.ID, "global", 50)
+	job.Namespace, job.NodePool = &j.Tenant, pointer("gpu")
+	job.Meta = map[string]string{"allot.class": j.Class}
+	steps := int64(j.Duration / fidStep)
+	task := api.NewTask("train", "ckpt").SetConfig("command", trainer).
+		SetConfig("args", []string{"-steps", fmt.Sprint(steps), "-step-time", fidStep.String()})
+	cpu, mem := 50, 32
+	task.Resources = &api.Resources{CPU: &cpu, MemoryMB: &mem,
+		Devices: []*api.RequestedDevice{{Name: "nvidia/gpu", Count: pointer(uint64(g.GPUs))}}}
+	tg := api.NewTaskGroup("g", 1).AddTask(task)
+	tg.RestartPolicy = &api.RestartPolicy{Attempts: pointer(0), Mode: pointer("fail")}
+	tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: pointer(0), Unlimited: pointer(false)}
+	job.AddTaskGroup(tg)
+	return job
+}
