@@ -43,7 +43,7 @@ func (p *provisional) settle(pl *engine.Plan, now time.Time) {
 func (r *Reconciler) addProvisional(j *engine.Job, v Verdict) {
 	e := provEntry{admitted: v.Admitted, at: r.Now(), v: engine.Verdict{Namespace: j.Namespace, JobID: j.ID,
 		Class: v.Class, State: engine.Queued, QueuedAt: j.QueuedAt, Reason: v.Reason,
-		Position: v.Position, TenantPosition: v.TenantPosition}}
+		Position: v.Position, TenantPosition: v.TenantPosition, Checks: v.Checks}}
 	if v.Admitted {
 		e.use = engine.Request(j)
 	}

@@ -189,6 +189,9 @@ type Verdict struct {
 	Reason                          string
 	Class                           string
 	Priority                        int
+	// Checks are the engine's admission checks behind Reason (job why
+	// shows them for a job the proxy just held).
+	Checks []engine.Check
 }
 
 // Reserve decides about a job submitted through the proxy. When it is
@@ -271,7 +274,7 @@ func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 }
 
 func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
-	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted}
+	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
 	latest := r.Latest()
 	if latest != nil && v.Admitted {
 		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() && !backfills(latest, j, r.Now()) {
