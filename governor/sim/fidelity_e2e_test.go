@@ -28,7 +28,7 @@ const (
 	fidStep    = 500 * time.Millisecond
 	fidMinDur  = 2 * time.Second
 	fidMaxDur  = 16 * time.Second
-	fidLoad    = 0.9
+	fidLoad    = 1.5
 	fidTimeout = 4 * time.Minute
 )
 
