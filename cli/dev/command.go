@@ -78,6 +78,7 @@ func optionsFrom(c *cli.Context) (Options, error) {
 	}
 	return Options{
 		InventoryFile: inventory,
+		JobspecsDir:   filepath.Join(filepath.Dir(binDir), "jobspecs"),
 		Dir:           dir,
 		BinDir:        binDir,
 		HTTPPort:      c.Int("http-port"),

@@ -50,6 +50,7 @@ func TestOptionsFrom(t *testing.T) {
 				Dir: "/var/dev", BinDir: "/opt/allot/bin", LogLevel: "INFO",
 				HTTPPort: 4646, RPCPort: 4647, SerfPort: 4648, GovernorPort: 4680,
 				InventoryFile: filepath.Join("/opt/allot", "device-plugin", "inventory", "examples", "dev-node.hcl"),
+				JobspecsDir:   "/opt/allot/jobspecs",
 			}
 			tc.want(&want)
 			must.Eq(t, want, parseUp(t, args...))

@@ -56,6 +56,7 @@ func TestE2E_DevUp(t *testing.T) {
 	opts := Options{
 		Dir: dir, BinDir: binDir, LogLevel: "DEBUG",
 		InventoryFile: filepath.Join(root, "device-plugin", "inventory", "examples", "dev-node.hcl"),
+		JobspecsDir:   filepath.Join(root, "jobspecs"),
 		HTTPPort:      ports[0], RPCPort: ports[1], SerfPort: ports[2], GovernorPort: ports[3],
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,6 +107,20 @@ func TestE2E_DevUp(t *testing.T) {
 		must.Eq(t, int64(4), tn.Quota["gpu"], must.Sprintf("tenant %s quota", tn.Namespace))
 	}
 	must.SliceContainsAll(t, names, []string{"ml-research", "ml-prod"})
+
+	// A ckpt task never runs as root: isolated as nobody when dev up runs
+	// as root (issue 11's "uid=0(root)" through make dev), and the
+	// quickstart's Python trainer runs in its chroot.
+	if os.Geteuid() == 0 {
+		must.StrContains(t, out.String(), "ckpt tasks: isolated")
+	} else {
+		must.StrContains(t, out.String(), "ckpt tasks: NOT isolated")
+	}
+	gov, err := api.NewClient(&api.Config{Address: govAddr})
+	must.NoError(t, err)
+	probe := runProbe(t, gov, client, filepath.Join(root, "jobspecs"))
+	t.Logf("dev task output:\n%s", probe)
+	checkProbe(t, probe)
 
 	cancel()
 	select {

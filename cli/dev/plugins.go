@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"path/filepath"
 	"sort"
 )
@@ -14,7 +13,7 @@ type pluginSpec struct {
 	// driver is the task driver name, for driver plugins.
 	driver string
 	// config returns the HCL body of the plugin's config block.
-	config func(opts Options) (string, error)
+	config func(opts Options, iso isolation) (string, error)
 }
 
 // knownPlugins are the project plugins dev loads when their binary exists in
@@ -27,8 +26,9 @@ var knownPlugins = map[string]pluginSpec{
 // deviceConfig points the device plugin at the dev inventory (8×H200 on
 // NVSwitch + 8×Ascend910B); with an inventory file set, no hardware is
 // probed. The file is re-read every 2s, so editing its unhealthy list shows
-// in Nomad within seconds.
-func deviceConfig(opts Options) (string, error) {
+// in Nomad within seconds. (An isolated node reads the copy with
+// device_dir that Start wrote: deviceInventory.)
+func deviceConfig(opts Options, _ isolation) (string, error) {
 	inv, err := filepath.Abs(opts.InventoryFile)
 	if err != nil {
 		return "", err
@@ -40,26 +40,22 @@ func deviceConfig(opts Options) (string, error) {
 }
 
 // driverConfig keeps checkpoints under the dev dir, outside the agent's
-// data dir, so they survive allocations as on a real shared volume. The
-// dev node's GPUs are simulated (no device nodes) and it serves one person,
-// so tasks run without isolation, as whoever runs the dev node.
-func driverConfig(opts Options) (string, error) {
+// data dir, so they survive allocations as on a real shared volume. Run
+// as root, the node isolates tasks as a real node does (the driver's
+// defaults: chroot, nobody, no root); otherwise tasks run unisolated as
+// the invoking user. Never as root: allow_root stays false.
+func driverConfig(opts Options, iso isolation) (string, error) {
 	root := filepath.Join(opts.Dir, "checkpoints")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("creating checkpoint root: %w", err)
 	}
-	me, err := user.Current()
-	if err != nil {
-		return "", fmt.Errorf("dev node user: %w", err)
-	}
-	return fmt.Sprintf("checkpoint_root = %q\nisolation       = \"none\"\ndefault_user    = %q\nallow_root      = %t",
-		root, me.Username, me.Uid == "0"), nil
+	return fmt.Sprintf("checkpoint_root = %q\n%s", root, iso.driverLines()), nil
 }
 
 // preparePlugins copies the plugins found in the bin dir into the agent's
 // plugin_dir (Nomad would try to load any other executable there, nomad and
 // allotctl included) and renders their configs.
-func preparePlugins(opts Options) ([]string, map[string]string, error) {
+func preparePlugins(opts Options, iso isolation) ([]string, map[string]string, error) {
 	pluginDir := filepath.Join(opts.Dir, "plugins")
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating plugin dir: %w", err)
@@ -74,7 +70,7 @@ func preparePlugins(opts Options) ([]string, map[string]string, error) {
 		if err := copyFile(src, filepath.Join(pluginDir, name)); err != nil {
 			return nil, nil, err
 		}
-		cfg, err := spec.config(opts)
+		cfg, err := spec.config(opts, iso)
 		if err != nil {
 			return nil, nil, fmt.Errorf("configuring plugin %s: %w", name, err)
 		}

@@ -34,6 +34,9 @@ type Options struct {
 	// InventoryFile describes the dev node's accelerators for the device
 	// plugin's inventory backend.
 	InventoryFile string
+	// JobspecsDir holds the example jobs' scripts (toy_train.py); an
+	// isolated node puts it into every task's chroot at the same path.
+	JobspecsDir string
 	// StartTimeout bounds start-up; default 2 minutes.
 	StartTimeout time.Duration
 }
@@ -47,6 +50,8 @@ type Env struct {
 	Governor *proc.Process
 	// Plugins are the project plugins the agent loaded.
 	Plugins []string
+	// iso is how the ckpt driver runs tasks.
+	iso isolation
 }
 
 // Up starts the environment, prints how to use it to out, and blocks until
@@ -85,17 +90,30 @@ func Start(ctx context.Context, opts Options, out io.Writer) (*Env, error) {
 	if err := resetDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	plugins, pluginConfig, err := preparePlugins(opts)
+	iso, err := currentIsolation()
 	if err != nil {
 		return nil, err
 	}
-	agent, err := nomadagent.New(nomadBin, filepath.Join(opts.Dir, "nomad"), agentConfig(opts, plugins, pluginConfig))
+	if iso.chroot {
+		if opts.InventoryFile, err = deviceInventory(ctx, opts.Dir, opts.InventoryFile); err != nil {
+			return nil, err
+		}
+	}
+	plugins, pluginConfig, err := preparePlugins(opts, iso)
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{Options: opts, Agent: agent, Plugins: plugins}
+	agent, err := nomadagent.New(nomadBin, filepath.Join(opts.Dir, "nomad"), agentConfig(opts, iso, plugins, pluginConfig))
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Options: opts, Agent: agent, Plugins: plugins, iso: iso}
 	fmt.Fprintf(out, "==> Starting Nomad v1.6.1 (server + client %q) on 127.0.0.1:%d\n", NodeName, opts.HTTPPort)
 	fmt.Fprintf(out, "    plugins: %s\n    log:     %s\n", listOrNone(plugins), agent.LogPath())
+	fmt.Fprintln(out, iso.describe())
+	if d := traversableByAll(opts.JobspecsDir); iso.chroot && opts.JobspecsDir != "" && d != "" {
+		fmt.Fprintf(out, "    warning: %s is closed to other users, so tasks (nobody) cannot read %s\n", d, opts.JobspecsDir)
+	}
 	startCtx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if err := env.startNomad(startCtx, out); err != nil {
@@ -186,7 +204,11 @@ func (e *Env) Stop(out io.Writer) {
 	fmt.Fprintf(out, "==> Stopped; the agent log stays in %s\n", e.Agent.LogPath())
 }
 
-func agentConfig(opts Options, plugins []string, pluginConfig map[string]string) nomadagent.Config {
+func agentConfig(opts Options, iso isolation, plugins []string, pluginConfig map[string]string) nomadagent.Config {
+	var chroot map[string]string
+	if iso.chroot {
+		chroot = chrootEnv(opts.JobspecsDir)
+	}
 	return nomadagent.Config{
 		Name:           NodeName,
 		Server:         true,
@@ -200,6 +222,7 @@ func agentConfig(opts Options, plugins []string, pluginConfig map[string]string)
 		CgroupParent:   nomadagent.CgroupParent("allot-dev"),
 		RawExec:        true,
 		Plugins:        pluginConfig,
+		ChrootEnv:      chroot,
 	}
 }
 
@@ -209,7 +232,7 @@ func resetDir(dir string) error {
 	if _, err := nomadagent.Sweep(dir, nomadagent.CgroupParentsIn(dir)...); err != nil {
 		return err
 	}
-	for _, sub := range []string{"nomad", "plugins", "checkpoints"} {
+	for _, sub := range []string{"nomad", "plugins", "checkpoints", deviceNodeDir, "inventory"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return fmt.Errorf("cleaning %s: %w", dir, err)
 		}
