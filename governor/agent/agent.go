@@ -20,7 +20,6 @@ import (
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/config"
-	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/metrics"
 	"github.com/allot-sh/allot/governor/proxy"
 	"github.com/allot-sh/allot/governor/quota"
@@ -51,7 +50,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
 	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Sealer: sealer, Log: log.Named("actuate"), Now: time.Now}
-	rec := &reconcile.Reconciler{Store: store, Config: EngineConfig(cfg), Metrics: m, Log: log.Named("reconcile"),
+	rec := &reconcile.Reconciler{Store: store, Config: cfg.Engine(), Metrics: m, Log: log.Named("reconcile"),
 		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond, Actuator: act}
 	governed := func(ns string) bool {
 		_, ok := book.Get(ns)
@@ -118,17 +117,6 @@ func warnNomadPreemption(client *api.Client, log hclog.Logger) {
 		log.Warn("Nomad's batch/service scheduler preemption is enabled; the governor owns preemption for governed jobs, disable it (nomad operator scheduler set-config -preempt-batch-scheduler=false -preempt-service-scheduler=false)",
 			"batch", pc.BatchSchedulerEnabled, "service", pc.ServiceSchedulerEnabled)
 	}
-}
-
-// EngineConfig maps the configuration onto the engine's.
-func EngineConfig(cfg config.Config) engine.Config {
-	ec := engine.Config{StarvationTimeout: cfg.StarvationTimeout, Classes: map[string]engine.Class{},
-		DisablePreemption: cfg.DisablePreemption, BackoffBase: cfg.BackoffBase, BackoffCap: cfg.BackoffCap,
-		GangTimeout: cfg.GangTimeout, GovernSystemJobs: cfg.SystemJobs == config.SystemJobsGovern}
-	for name, c := range cfg.Classes {
-		ec.Classes[name] = engine.Class{Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted}
-	}
-	return ec
 }
 
 // nomadClients builds the HTTP client (TLS configured) and the API client

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/allot-sh/allot/governor/agent"
 	"github.com/allot-sh/allot/governor/config"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/quota"
@@ -72,7 +71,7 @@ type Options struct {
 
 // DefaultEngine returns the engine configuration the governor runs with by
 // default.
-func DefaultEngine() engine.Config { return agent.EngineConfig(config.Default()) }
+func DefaultEngine() engine.Config { return config.Default().Engine() }
 
 // DefaultOptions returns the options `allotctl sim` uses by default.
 func DefaultOptions() Options {

@@ -1,0 +1,16 @@
+package config
+
+import "github.com/allot-sh/allot/governor/engine"
+
+// Engine maps the configuration onto the engine's. The daemon's wiring and
+// the simulator both use it, so a simulated run decides with the same
+// classes, timeouts and back-off as the governor.
+func (c Config) Engine() engine.Config {
+	ec := engine.Config{StarvationTimeout: c.StarvationTimeout, Classes: map[string]engine.Class{},
+		DisablePreemption: c.DisablePreemption, BackoffBase: c.BackoffBase, BackoffCap: c.BackoffCap,
+		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern}
+	for name, cl := range c.Classes {
+		ec.Classes[name] = engine.Class{Priority: cl.Priority, Preemptible: cl.Preemptible, Restricted: cl.Restricted}
+	}
+	return ec
+}
