@@ -170,7 +170,8 @@ func reportCommand() *cli.Command {
 			&cli.IntFlag{Name: "scale-nodes", Value: 1000, Usage: "nodes of the large simulation (0 skips it)"},
 			&cli.IntFlag{Name: "scale-jobs", Value: 20000, Usage: "jobs of the large simulation"},
 			&cli.DurationFlag{Name: "scale-cycle", Value: 30 * time.Second, Usage: "governor cycle interval of the large simulation"},
-			&cli.StringFlag{Name: "engine-nodes", Value: "1000,5000,10000", Usage: "cluster sizes the engine cycle is timed at (empty skips)"}),
+			&cli.StringFlag{Name: "engine-nodes", Value: "1000,5000,10000", Usage: "cluster sizes the engine cycle is timed at (empty skips)"},
+			&cli.StringFlag{Name: "sweep-loads", Value: "0.9,1.2,1.5,2.0", Usage: "offered loads of the load sweep (empty skips)"}),
 		Action: reportAction,
 	}
 }
@@ -189,6 +190,16 @@ func reportAction(c *cli.Context) error {
 			return cmdutil.UsageError(c, "-engine-nodes: %q is not a node count", f)
 		}
 		cfg.EngineNodes = append(cfg.EngineNodes, n)
+	}
+	for _, f := range strings.Split(c.String("sweep-loads"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		var l float64
+		if _, err := fmt.Sscanf(f, "%g", &l); err != nil || !(l > 0) {
+			return cmdutil.UsageError(c, "-sweep-loads: %q is not a load > 0", f)
+		}
+		cfg.SweepLoads = append(cfg.SweepLoads, l)
 	}
 	body, err := report.Benchmarks(cfg)
 	if err != nil {

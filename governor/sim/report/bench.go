@@ -31,6 +31,8 @@ type Config struct {
 	// ExtraSeeds repeat the standard scenario with other seeds (workload
 	// and placement) to show how much the comparison varies.
 	ExtraSeeds []int64
+	// SweepLoads are the offered loads of the load sweep (empty skips it).
+	SweepLoads []float64
 	// PlotDir is where charts go; PlotLink how the Markdown links them.
 	PlotDir, PlotLink string
 	// Command is the command line that produced the report (printed).
@@ -91,6 +93,21 @@ func Benchmarks(cfg Config) ([]byte, error) {
 	}
 	for _, p := range plots {
 		fmt.Fprintf(&b, "![%s](%s)\n\n", p, filepath.ToSlash(filepath.Join(cfg.PlotLink, p)))
+	}
+	if len(cfg.SweepLoads) > 0 {
+		pts, err := Sweep(cfg, spec, say)
+		if err != nil {
+			return nil, err
+		}
+		names, err := SweepPlots(cfg.PlotDir, pts)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "### Load sweep\n\nThe standard scenario (seed %d) at each offered load; \"idle while waiting\" is the share of the span's GPU-hours that sat free (or held by partly placed jobs) while work waited (causes: docs/simulator.md).\n\n", cfg.Seed)
+		SweepTable(&b, pts)
+		for _, p := range names {
+			fmt.Fprintf(&b, "![%s](%s)\n\n", p, filepath.ToSlash(filepath.Join(cfg.PlotLink, p)))
+		}
 	}
 	var scaling []Scaling
 	for _, r := range runs {

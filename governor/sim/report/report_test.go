@@ -68,3 +68,37 @@ func TestReportFromARun(t *testing.T) {
 	}
 	must.True(t, strings.Contains(Verdict(runs[:1]), "needs both"))
 }
+
+// TestSweep runs a small load sweep: one row per load and policy, the
+// idle column and three charts.
+func TestSweep(t *testing.T) {
+	spec, err := fleet.Load("../testdata/small.hcl")
+	must.NoError(t, err)
+	cfg := Config{Seed: 2, Jobs: 200, Span: 12 * time.Hour, SweepLoads: []float64{0.8, 1.6}}
+	pts, err := Sweep(cfg, spec, func(string, ...any) {})
+	must.NoError(t, err)
+	must.SliceLen(t, 2, pts)
+	var b bytes.Buffer
+	SweepTable(&b, pts)
+	out := b.String()
+	for _, want := range []string{"| 0.8 | nomad-fifo |", "| 1.6 | allot |", "idle while waiting"} {
+		must.StrContains(t, out, want)
+	}
+	names, err := SweepPlots(t.TempDir(), pts)
+	must.NoError(t, err)
+	must.SliceLen(t, 3, names)
+	must.StrContains(t, IdleTableString(t, pts), "fragmentation")
+}
+
+// IdleTableString renders the idle table of a run at the sweep's last
+// load (IdleTable needs runs: rebuilt from the summaries).
+func IdleTableString(t *testing.T, pts []SweepPoint) string {
+	t.Helper()
+	var runs []Run
+	for _, s := range pts[len(pts)-1].Summaries {
+		runs = append(runs, Run{Summary: s, Result: &sim.Result{GPUs: pts[0].GPUs}})
+	}
+	var b bytes.Buffer
+	IdleTable(&b, runs)
+	return b.String()
+}
