@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,8 +85,8 @@ const fillSQL = `INSERT INTO segments (alloc_id, model, namespace, job_id, job_v
 	restarts, lost_work_ms, used_device_ms, used_sampled_ms, modify_index)
 	SELECT 'a' || i, CASE WHEN i % 3 = 0 THEN 'nvidia/gpu/L4' ELSE 'nvidia/gpu/H200' END,
 	'tenant-' || (i % 50), 'job-' || (i % 5000), 0, 'g', 'standard', 'pool-' || (i % 4), 'n' || (i % 125),
-	'node-' || (i % 125), 1 + (i % 8), 1000, 4096, Y0 + i * 31536, Y0 + i * 31536,
-	Y0 + i * 31536 + 600000 + (i * 7919) % 35400000, 0, 'complete', '', 0, 0, 0, 0, i FROM `
+	'node-' || (i % 125), 1 + (i % 8), 1000, 4096, Y0 + CAST(i AS BIGINT) * 31536, Y0 + CAST(i AS BIGINT) * 31536,
+	Y0 + CAST(i AS BIGINT) * 31536 + 600000 + (CAST(i AS BIGINT) * 7919) % 35400000, 0, 'complete', '', 0, 0, 0, 0, i FROM `
 
 var (
 	fillOnce sync.Map // backend → *DB
@@ -122,10 +123,22 @@ func reportDB(b *testing.B, backend string) *DB {
 	if _, err := db.SQL().Exec(q); err != nil {
 		b.Fatal(err)
 	}
+	// PostgreSQL's autovacuum would analyze the table; the governor never
+	// runs ANALYZE on SQLite, whose planner then keeps the start_ms range.
 	if backend == DriverPostgres {
 		if _, err := db.SQL().Exec(`ANALYZE segments`); err != nil {
 			b.Fatal(err)
 		}
+	}
+	err := db.tx(context.Background(), func(tx *sql.Tx) error {
+		var longest int64
+		if err := tx.QueryRow(`SELECT MAX(end_ms - start_ms) FROM segments`).Scan(&longest); err != nil {
+			return err
+		}
+		return db.raiseLongest(context.Background(), tx, longest)
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	b.Logf("%s: %d segments generated in %s", backend, benchSegments, time.Since(start).Round(time.Millisecond))
 	fillOnce.Store(backend, db)
@@ -146,7 +159,7 @@ func benchBackendShared(b *testing.B, backend string) *DB {
 	if pg == nil {
 		b.Skipf("PostgreSQL HALF NOT RUN: %v", pgMissing)
 	}
-	dsn, err := pg.CreateDB("report_" + backend)
+	dsn, err := pg.CreateDB(fmt.Sprintf("report_%d", time.Now().UnixNano()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,7 +177,7 @@ func BenchmarkMonthlyReport(b *testing.B) {
 	june := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	for _, backend := range []string{DriverSQLite, DriverPostgres} {
 		for name, q := range map[string]Query{
-			"one-tenant":  {Since: june, Until: june.AddDate(0, 1, 0), By: []string{"job", "model"}, Namespaces: []string{"tenant-07"}},
+			"one-tenant":  {Since: june, Until: june.AddDate(0, 1, 0), By: []string{"job", "model"}, Namespaces: []string{"tenant-7"}},
 			"all-tenants": {Since: june, Until: june.AddDate(0, 1, 0), By: []string{"tenant", "model"}},
 		} {
 			b.Run(backend+"/"+name, func(b *testing.B) {

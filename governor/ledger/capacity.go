@@ -177,9 +177,14 @@ func (d *DB) Capacity(ctx context.Context, since, until time.Time) ([]Utilizatio
 }
 
 func (d *DB) allocatedByPool(ctx context.Context, s, u int64, get func(PoolModel) *Utilization) error {
+	floor, err := d.startFloor(ctx, s)
+	if err != nil {
+		return err
+	}
 	rows, err := d.sql.QueryContext(ctx, d.q(`SELECT node_pool, model,
 		CAST(SUM(devices * (least(end_ms, ?) - greatest(start_ms, ?))) AS BIGINT)
-		FROM segments WHERE model <> '' AND end_ms > ? AND start_ms < ? GROUP BY node_pool, model`), u, s, s, u)
+		FROM segments WHERE model <> '' AND end_ms > ? AND start_ms < ? AND start_ms > ? GROUP BY node_pool, model`),
+		u, s, s, u, floor)
 	if err != nil {
 		return fmt.Errorf("reading allocated device time: %w", err)
 	}

@@ -40,10 +40,17 @@ func (d *DB) Ingest(ctx context.Context, segs []Segment, index uint64) error {
 			return fmt.Errorf("preparing segment upsert: %w", err)
 		}
 		defer stmt.Close()
+		var longest int64
 		for _, s := range segs {
 			if _, err := stmt.ExecContext(ctx, segmentArgs(s)...); err != nil {
 				return fmt.Errorf("writing segment %s/%s: %w", s.AllocID, s.Model, err)
 			}
+			if ms := s.End.Sub(s.Start).Milliseconds(); ms > longest {
+				longest = ms
+			}
+		}
+		if err := d.raiseLongest(ctx, tx, longest); err != nil {
+			return err
 		}
 		return d.advance(ctx, tx, WatermarkAllocs, index)
 	})
@@ -85,12 +92,57 @@ func (d *DB) watermark(ctx context.Context, q querier, key string) (uint64, erro
 // Accrue brings every open segment up to now, so a report mid-run counts
 // the time run so far. It returns the number of segments brought forward.
 func (d *DB) Accrue(ctx context.Context, now time.Time) (int64, error) {
-	res, err := d.sql.ExecContext(ctx, d.q(`UPDATE segments SET end_ms = ? WHERE open = 1 AND end_ms < ?`),
-		now.UnixMilli(), now.UnixMilli())
-	if err != nil {
-		return 0, fmt.Errorf("accruing open segments: %w", err)
+	var n int64
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, d.q(`UPDATE segments SET end_ms = ? WHERE open = 1 AND end_ms < ?`),
+			now.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("accruing open segments: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MIN(start_ms) FROM segments WHERE open = 1`).Scan(&first); err != nil {
+			return fmt.Errorf("reading open segments: %w", err)
+		}
+		if !first.Valid {
+			return nil
+		}
+		return d.raiseLongest(ctx, tx, now.UnixMilli()-first.Int64)
+	})
+	return n, err
+}
+
+// stateLongest is the ledger_state key of the longest segment's length
+// (ms). Every segment overlapping [since, until) starts after
+// since − longest, which lets reports scan start_ms as a range.
+const stateLongest = "max_segment_ms"
+
+func (d *DB) raiseLongest(ctx context.Context, tx *sql.Tx, ms int64) error {
+	cur, err := d.longest(ctx, tx)
+	if err != nil || ms <= cur {
+		return err
 	}
-	return res.RowsAffected()
+	return d.setState(ctx, tx, stateLongest, strconv.FormatInt(ms, 10))
+}
+
+// longest returns the longest segment's length in ms.
+func (d *DB) longest(ctx context.Context, q querier) (int64, error) {
+	v, err := d.getState(ctx, q, stateLongest)
+	if err != nil || v == "" {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("ledger state %s is %q: %w", stateLongest, v, err)
+	}
+	return n, nil
+}
+
+// startFloor is the earliest start_ms a segment overlapping a window
+// that begins at since may have.
+func (d *DB) startFloor(ctx context.Context, since int64) (int64, error) {
+	l, err := d.longest(ctx, d.sql)
+	return since - l - 1, err
 }
 
 // CloseVanished closes the open segments whose allocation is not in

@@ -90,8 +90,12 @@ func (d *DB) Usage(ctx context.Context, q Query) ([]Usage, error) {
 	for i := 0; i < overlaps; i++ {
 		args = append(args, u, s)
 	}
-	args = append(args, s, u)
-	where := `end_ms > ? AND start_ms < ?`
+	floor, err := d.startFloor(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, s, u, floor)
+	where := `end_ms > ? AND start_ms < ? AND start_ms > ?`
 	if q.Namespaces != nil {
 		if len(q.Namespaces) == 0 {
 			return []Usage{}, nil

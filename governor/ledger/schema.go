@@ -72,6 +72,10 @@ var migrations = []string{
 	);
 	CREATE INDEX audit_ts ON audit (ts_ms);
 	CREATE TABLE namespace_meta (namespace TEXT PRIMARY KEY, meta TEXT NOT NULL);`,
+	// 2: the longest segment so far, which bounds a window's scan of
+	// start_ms from below (see DB.longest).
+	`INSERT INTO ledger_state (key, value)
+	SELECT 'max_segment_ms', CAST(COALESCE(MAX(end_ms - start_ms), 0) AS TEXT) FROM segments;`,
 }
 
 // SchemaVersion is the version Open migrates to.
