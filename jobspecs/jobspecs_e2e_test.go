@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/contract/ckptevent"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
@@ -76,7 +77,7 @@ func TestE2EJobspecs(t *testing.T) {
 		must.NoError(t, err)
 		c.Eventually(time.Minute, "a Checkpoint saved event after the stop", func() error {
 			for _, ev := range c.TaskEvents(alloc.ID, "train") {
-				if strings.HasPrefix(ev.DisplayMessage, "Checkpoint saved") {
+				if cp, ok := ckptevent.Parse(ev.DisplayMessage, ev.Details); ok && cp.Trigger != ckptevent.TriggerResume {
 					return nil
 				}
 			}

@@ -1,22 +1,27 @@
 package cluster
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 func TestAllocCarriesStartAndLastCheckpoint(t *testing.T) {
 	started := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	saved := started.Add(90 * time.Second)
+	saved := started.Add(90 * time.Second) // whole seconds: the contract carries Unix seconds
 	a := &api.Allocation{ID: "a1", Namespace: "ml", JobID: "train", TaskGroup: "g", NodeID: "n1",
 		DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusRunning,
 		TaskStates: map[string]*api.TaskState{
 			"train": {StartedAt: started.Add(time.Second), Events: []*api.TaskEvent{
-				{Time: started.Add(30 * time.Second).UnixNano(), DisplayMessage: "Checkpoint saved: /c/1 step 10 (1s)"},
-				{Time: saved.UnixNano(), DisplayMessage: "Checkpoint saved: /c/2 step 20 (1s)"},
+				savedEvent(started.Add(30*time.Second), "/c/1"),
+				savedEvent(saved, "/c/2"),
+				// The event's own time does not count: the checkpoint's does.
+				{Time: saved.Add(time.Hour).UnixNano(), DisplayMessage: "Checkpoint saved: /c/3 (1s)"},
 				{Time: saved.Add(time.Second).UnixNano(), DisplayMessage: "Checkpoint requested"},
 			}},
 			"sidecar": {StartedAt: started},
@@ -35,4 +40,13 @@ func TestAllocCarriesStartAndLastCheckpoint(t *testing.T) {
 	c := ConvertAlloc(&pending)
 	must.False(t, c.Started)
 	must.True(t, c.StartedAt.IsZero())
+}
+
+// savedEvent is a Saved event as Nomad 1.6.1 shows a driver event: type
+// "Driver", the message in DriverMessage and DisplayMessage, the driver's
+// annotations in Details; logged a second after the checkpoint was written.
+func savedEvent(written time.Time, path string) *api.TaskEvent {
+	msg := ckptevent.Saved + path + " (1s)"
+	return &api.TaskEvent{Type: "Driver", Time: written.Add(time.Second).UnixNano(), DriverMessage: msg, DisplayMessage: msg,
+		Details: map[string]string{ckptevent.Path: path, ckptevent.UnixTime: strconv.FormatInt(written.Unix(), 10)}}
 }

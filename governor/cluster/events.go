@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 // Topics are the event-stream topics the watcher follows, every key and
@@ -138,19 +139,27 @@ func orMissing(err error, what string) error {
 	return fmt.Errorf("event without %s payload", what)
 }
 
-// lastCheckpoint finds the newest "Checkpoint saved" task event of an
-// allocation (ckpt driver contract).
-func lastCheckpoint(a *api.Allocation) (time.Time, bool) {
+// LastSaved returns when the newest checkpoint an allocation's tasks saved
+// was written, read through the ckpt driver's event contract
+// (ckptevent.Parse on the event's message and annotations). A resume event
+// names a checkpoint an earlier allocation saved, so it does not count.
+func LastSaved(a *api.Allocation) (time.Time, bool) {
 	var last time.Time
 	for _, ts := range a.TaskStates {
 		if ts == nil {
 			continue
 		}
 		for _, ev := range ts.Events {
-			if strings.HasPrefix(ev.DisplayMessage, "Checkpoint saved") || strings.HasPrefix(ev.Message, "Checkpoint saved") {
-				if t := time.Unix(0, ev.Time); t.After(last) {
-					last = t
-				}
+			if ev == nil {
+				continue
+			}
+			msg := ev.DisplayMessage
+			if msg == "" {
+				msg = ev.DriverMessage
+			}
+			cp, ok := ckptevent.Parse(msg, ev.Details)
+			if ok && cp.Trigger != ckptevent.TriggerResume && cp.Written.After(last) {
+				last = cp.Written
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func TestAudit20_LongChurnLeavesTheStoreBounded(t *testing.T) {
 		j.JobModifyIndex = &reg
 		a := &api.Allocation{ID: "a-" + id, Namespace: "ml", JobID: id, TaskGroup: "g", NodeID: "n1", CreateIndex: next(),
 			DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusRunning,
-			TaskStates: map[string]*api.TaskState{"t": {Events: []*api.TaskEvent{{Time: clock.now.UnixNano(), DisplayMessage: "Checkpoint saved: /c step 1 (1s)"}}}}}
+			TaskStates: map[string]*api.TaskState{"t": {Events: []*api.TaskEvent{savedEvent(clock.now, "/c")}}}}
 		done, dead := *a, *j
 		done.ClientStatus, dead.Status = api.AllocClientStatusComplete, pointerTo("dead")
 		events := []Event{jobEvent(j, reg), allocEvent(a, a.CreateIndex), allocEvent(&done, next()), jobEvent(&dead, next())}

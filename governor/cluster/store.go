@@ -177,7 +177,7 @@ func (s *Store) putAlloc(a *api.Allocation) {
 		delete(s.ckpt, a.ID) // only running work needs its checkpoint age
 		return
 	}
-	if at, ok := lastCheckpoint(a); ok && at.After(s.ckpt[a.ID]) {
+	if at, ok := LastSaved(a); ok && at.After(s.ckpt[a.ID]) {
 		s.ckpt[a.ID] = at
 	}
 	// The engine weighs preemption victims by the work they lose.
@@ -342,8 +342,8 @@ func (s *Store) Namespaces() []string {
 	return names
 }
 
-// LastCheckpoint returns when allocation id last reported a saved
-// checkpoint (task event "Checkpoint saved …").
+// LastCheckpoint returns when the newest checkpoint allocation id reported
+// saving was written (see LastSaved).
 func (s *Store) LastCheckpoint(id string) (time.Time, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -188,8 +188,9 @@ type Alloc struct {
 	// StartedAt is when the allocation was created; work since then is
 	// lost on preemption when it never checkpointed.
 	StartedAt time.Time
-	// LastCheckpoint is the time of its latest "Checkpoint saved" task
-	// event (ckpt driver); zero when it never saved one.
+	// LastCheckpoint is when the newest checkpoint it saved was written
+	// (the ckpt driver's events, contract/ckptevent); zero when it never
+	// saved one.
 	LastCheckpoint time.Time
 }
 

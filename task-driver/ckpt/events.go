@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/allot-sh/allot/task-driver/ckptevent"
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 // Event messages, annotation keys and triggers come from ckptevent, the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/allot-sh/allot/task-driver/ckptevent"
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 // The driver's events must parse with the contract package the governor uses.
