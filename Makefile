@@ -12,6 +12,12 @@ PKG_nomad-driver-ckpt  := ./task-driver
 COMMANDS := allot-governor allotctl nomad-device-accel nomad-driver-ckpt
 BINARIES := $(foreach c,$(COMMANDS),$(if $(wildcard $(PKG_$(c))/main.go),$(BIN)/$(c)))
 
+# go-nvml's cgo preamble calls NVML functions its header marks deprecated;
+# without this every build that compiles it prints a wall of gcc warnings.
+# Go has no per-package cgo flags for a dependency, so every build and test
+# started by make (and .ci/run) uses these C flags (Go's defaults plus one).
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+
 # Test settings; override on the command line, e.g. `make e2e RUN=Smoke`.
 RUN          ?= .
 E2E_TIMEOUT  ?= 30m
@@ -42,11 +48,40 @@ $(BIN)/nomad: tools/nomad/go.mod tools/nomad/go.sum
 FORCE:
 
 .PHONY: test
-test: test-unit fuzz-short e2e ## Run unit tests, every fuzz target briefly, then the e2e tests against a real Nomad cluster
+test: check fuzz-short e2e ## Run make check (unit tests included), every fuzz target briefly, then the e2e tests against a real Nomad cluster
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests
-	$(GO) test -count=1 -timeout $(UNIT_TIMEOUT) ./...
+test-unit: ## Run the unit tests (RACE=1: with the race detector)
+	$(GO) test -count=1 $(if $(RACE),-race) -timeout $(UNIT_TIMEOUT) ./...
+
+# make check: every static rule and the unit tests with the race detector.
+# Each step is its own target, so `make staticcheck` etc. run alone too.
+.PHONY: check
+check: lint staticcheck boundaries tf-fmt ## gofmt, vet (both tags), staticcheck, import boundaries, terraform fmt, unit tests with -race
+	@$(MAKE) --no-print-directory test-unit RACE=1
+
+# staticcheck is pinned in its own module (tools/staticcheck) so its
+# dependencies never touch the project's go.mod.
+$(BIN)/staticcheck: tools/staticcheck/go.mod tools/staticcheck/go.sum
+	@mkdir -p $(BIN)
+	cd tools/staticcheck && $(GO) build -o ../../$@ honnef.co/go/tools/cmd/staticcheck
+
+.PHONY: staticcheck
+staticcheck: $(BIN)/staticcheck ## Run staticcheck (settings in staticcheck.conf), plain and e2e builds
+	$(BIN)/staticcheck ./...
+	$(BIN)/staticcheck -tags e2e ./...
+
+.PHONY: boundaries
+boundaries: ## Check which packages may import which (rules: internal/layers/rules.go)
+	$(GO) test -count=1 -run '^TestRepository$$' ./internal/layers
+
+# Terraform is optional on a developer's machine; CI sets TF_REQUIRED=1.
+.PHONY: tf-fmt
+tf-fmt: ## terraform fmt -check on terraform/ (skipped, loudly, without terraform unless TF_REQUIRED=1)
+	@if command -v terraform >/dev/null; then \
+		echo "terraform fmt -check -recursive terraform/"; terraform fmt -check -recursive terraform/; \
+	elif [ -n "$(TF_REQUIRED)" ]; then echo "terraform not found and TF_REQUIRED is set"; exit 1; \
+	else echo "!!! terraform not found: SKIPPING terraform fmt -check (install terraform to run it)"; fi
 
 .PHONY: e2e
 e2e: build ## Run the e2e tests (real Nomad cluster; RUN=<regexp> picks tests)

@@ -85,9 +85,9 @@ func (p *Process) WaitHTTP(ctx context.Context, url string) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	last := errors.New("not polled yet")
 	for {
-		if last = get(client, url); last == nil {
+		last := get(client, url)
+		if last == nil {
 			return nil
 		}
 		select {
