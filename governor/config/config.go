@@ -158,13 +158,11 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen %q: %w", c.Listen, err))
 	}
-	if u, err := url.Parse(c.Nomad.Address); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(c.Nomad.Address)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		errs = append(errs, fmt.Errorf("nomad address %q: must be an http(s) URL", c.Nomad.Address))
-	}
-	if u, err := url.Parse(c.Nomad.Address); err == nil && u.Host == c.Listen {
-		errs = append(errs, fmt.Errorf("nomad address %q is the governor's own listen address (is NOMAD_ADDR pointing at the governor? use -nomad-addr)", c.Nomad.Address))
-	}
-	if u, err := url.Parse(c.Nomad.Address); err == nil && u.Host == c.Listen {
+	case u.Host == c.Listen:
 		errs = append(errs, fmt.Errorf("nomad address %q is the governor's own listen address (is NOMAD_ADDR pointing at the governor? use -nomad-addr)", c.Nomad.Address))
 	}
 	for _, p := range c.Governed {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +123,11 @@ class "standard" { priority = 0 }
 			}
 		})
 	}
+}
+
+// The self-address check has one home in Validate: its error appears once.
+func TestSelfAddressReportedOnce(t *testing.T) {
+	_, err := Load([]string{"-nomad-addr", "http://127.0.0.1:4680"}, noEnv, io.Discard)
+	must.Error(t, err)
+	must.Eq(t, 1, strings.Count(err.Error(), "own listen address"), must.Sprint(err.Error()))
 }
