@@ -67,9 +67,12 @@ func TestE2E_ACLOverTLS(t *testing.T) {
 	}
 
 	t.Run("no client certificate", func(t *testing.T) {
+		// With TLS 1.3 the server refuses the missing certificate after the
+		// client's side of the handshake, so the CLI reports either the
+		// TLS alert or a broken connection: only the failure is checked.
 		out, err := run()
 		must.Error(t, err, must.Sprint(out))
-		must.StrContains(t, strings.ToLower(out), "certificate")
+		must.StrContains(t, strings.ToLower(out), "error submitting job")
 	})
 	t.Run("a certificate from another CA", func(t *testing.T) {
 		out, err := run("NOMAD_CLIENT_CERT="+malCert, "NOMAD_CLIENT_KEY="+malKey)
