@@ -14,6 +14,8 @@ type admission struct {
 	// ns is the namespace Nomad will use; what names the request in a
 	// refusal ("dispatching ml/param").
 	ns, what string
+	// t is the authorized caller: reasons answered to it are redacted.
+	t *target
 	// why is added to the reason of a refusal.
 	why string
 	// cand is what would run: the job, or the allocations the request adds
@@ -40,6 +42,7 @@ type admission struct {
 // answered: nothing is left reserved for a request Nomad refused.
 func (p *Proxy) admitAndForward(w http.ResponseWriter, r *http.Request, a admission) error {
 	v, undo := p.rec.Reserve(a.cand)
+	v.Reason = a.t.Redact(v.Reason)
 	build := a.body
 	if !v.Admitted {
 		build = a.hold

@@ -36,14 +36,35 @@ func (n NomadACL) Authorize(secret, ns string, capabilities []string) (string, e
 	return "", auth.ErrPermissionDenied
 }
 
+// Redacting is implemented by Authorizers that can tell which namespaces
+// the holder of a token may not read: the engine's reasons name other
+// tenants' jobs ("waiting behind ns/id"), which a caller must not learn.
+type Redacting interface {
+	// Redactor returns a function hiding, in a text, every namespace of
+	// namespaces the token may not read and the jobs in them.
+	Redactor(secret string, namespaces []string) func(string) string
+}
+
+// Redactor implements Redacting with governor/auth's Redactor.
+func (n NomadACL) Redactor(secret string, namespaces []string) func(string) string {
+	c, err := n.Auth.Resolve(secret)
+	if err != nil {
+		return func(string) string { return auth.Hidden }
+	}
+	return c.Redactor(namespaces).Text
+}
+
 // authorize checks the caller of a request of kind k for the namespace
-// of t and records its accessor in t.
+// of t and records its accessor and redactor in t.
 func (p *Proxy) authorize(k Kind, t *target) error {
 	if p.auth == nil {
 		return nil
 	}
 	acc, err := p.auth.Authorize(t.Token, t.Namespace, k.Capabilities())
 	t.Accessor = acc
+	if r, ok := p.auth.(Redacting); ok && err == nil {
+		t.redact = r.Redactor(t.Token, p.store.Namespaces())
+	}
 	return err
 }
 

@@ -72,7 +72,7 @@ func (p *Proxy) dispatch(w http.ResponseWriter, r *http.Request, parentID string
 	}
 	cand := childOf(parent, parentID+"/dispatch-pending-"+fmt.Sprint(time.Now().UnixNano()))
 	cand.Dispatched = true
-	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("dispatching %s/%s", t.Namespace, parentID),
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, t: &t, what: fmt.Sprintf("dispatching %s/%s", t.Namespace, parentID),
 		why: " (Nomad cannot hold a dispatched job)", cand: cand, body: unchanged(first),
 		done: func(_ reconcile.Verdict, data []byte) []byte { p.rememberChild(cand, data); return data }})
 }

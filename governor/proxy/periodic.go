@@ -42,6 +42,6 @@ func (p *Proxy) periodicForce(w http.ResponseWriter, r *http.Request, id string)
 	if _, _, err := p.classOf(t.Namespace, map[string]string{jobmeta.Class: parent.Class}); err != nil {
 		return err
 	}
-	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("launching a child of %s/%s now", t.Namespace, id),
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, t: &t, what: fmt.Sprintf("launching a child of %s/%s now", t.Namespace, id),
 		cand: childOf(parent, id+"/periodic-pending"), body: unchanged(body)})
 }

@@ -40,6 +40,7 @@ func (p *Proxy) plan(w http.ResponseWriter, r *http.Request, pathID string) erro
 	cand.Namespace = sub.t.Namespace
 	carry(cand, p.previous(sub.t.Namespace, *j.ID))
 	v := p.rec.Evaluate(cand)
+	v.Reason = sub.t.Redact(v.Reason)
 	reply(w, resp, withWarning(data, "(plan preview) "+warning(sub.t.Namespace, cand.ID, v)))
 	return nil
 }

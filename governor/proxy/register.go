@@ -144,7 +144,7 @@ func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *s
 			return sub.rewrite(j)
 		}
 	}
-	a := admission{ns: ns, what: fmt.Sprintf("registering %s/%s", ns, *j.ID), cand: cand, keep: true, body: mark(false),
+	a := admission{ns: ns, t: &sub.t, what: fmt.Sprintf("registering %s/%s", ns, *j.ID), cand: cand, keep: true, body: mark(false),
 		done: func(v reconcile.Verdict, data []byte) []byte { return p.remember(j, v, data) }}
 	switch {
 	case prev.Running():

@@ -49,7 +49,20 @@ func apiWrite(w api.WriteRequest) writeFields {
 
 // target is where Nomad will apply a write and whose token it checks;
 // Accessor is that token's accessor ID once authorized.
-type target struct{ Namespace, Region, Token, Accessor string }
+type target struct {
+	Namespace, Region, Token, Accessor string
+	// redact hides, in texts answered to this caller, the namespaces and
+	// jobs its token may not read (nil: nothing hidden).
+	redact func(string) string
+}
+
+// Redact returns text as this caller may read it.
+func (t *target) Redact(text string) string {
+	if t == nil || t.redact == nil {
+		return text
+	}
+	return t.redact(text)
+}
 
 // resolve computes namespace, region and token exactly as Nomad 1.6.1's
 // HTTP agent does for every write (namespaceForJob, regionForJob,

@@ -76,7 +76,7 @@ func (p *Proxy) revert(w http.ResponseWriter, r *http.Request, id string) error 
 	}
 	cand := cluster.ConvertJob(target)
 	cand.ID, cand.State = id+"/revert-pending", engine.Queued
-	return p.admitAndForward(w, r, admission{ns: t.Namespace, what: fmt.Sprintf("reverting %s/%s to version %d", t.Namespace, id, req.JobVersion),
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, t: &t, what: fmt.Sprintf("reverting %s/%s to version %d", t.Namespace, id, req.JobVersion),
 		cand: cand, body: unchanged(first)})
 }
 

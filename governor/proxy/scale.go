@@ -57,7 +57,7 @@ func (p *Proxy) scale(w http.ResponseWriter, r *http.Request, id string) error {
 	if _, _, err := p.classOf(t.Namespace, map[string]string{jobmeta.Class: cur.Class}); err != nil {
 		return err
 	}
-	return p.admitAndForward(w, r, admission{ns: t.Namespace, cand: cur, keep: true, body: unchanged(first),
+	return p.admitAndForward(w, r, admission{ns: t.Namespace, t: &t, cand: cur, keep: true, body: unchanged(first),
 		what: fmt.Sprintf("scaling %s/%s group %q to %d", t.Namespace, id, group, *req.Count)})
 }
 
