@@ -14,8 +14,9 @@ const provisionalTTL = time.Minute
 
 // provisional holds what the proxy decided since the latest plan: jobs it
 // held, shown in the queue at the place the proxy answered, and jobs it
-// admitted, counted in their tenant's usage. A plan that has a verdict
-// for the job replaces the entry (guarded by Reconciler.plMu).
+// admitted, counted in their tenant's usage. A plan decided from a
+// snapshot that holds the job replaces the entry (guarded by
+// Reconciler.plMu).
 type provisional struct {
 	entries map[string]provEntry
 }
@@ -30,10 +31,19 @@ type provEntry struct {
 
 func (p *provisional) empty() bool { return len(p.entries) == 0 }
 
-// settle drops the entries plan pl has a verdict for, or that expired.
-func (p *provisional) settle(pl *engine.Plan, now time.Time) {
+// settle drops the entries whose job the snapshot of the new plan held
+// (the plan decided about it, whatever it decided: queued, admitted,
+// forgotten after a user's stop), and those that expired.
+func (p *provisional) settle(snap *engine.Snapshot, now time.Time) {
+	if len(p.entries) == 0 {
+		return
+	}
+	seen := make(map[string]bool, len(snap.Jobs))
+	for _, j := range snap.Jobs {
+		seen[j.Key()] = true
+	}
 	for key, e := range p.entries {
-		if _, seen := pl.Verdicts[key]; seen || now.Sub(e.at) > provisionalTTL {
+		if seen[key] || now.Sub(e.at) > provisionalTTL {
 			delete(p.entries, key)
 		}
 	}

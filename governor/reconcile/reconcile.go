@@ -106,7 +106,7 @@ func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
 	r.mu.Unlock()
 	r.observeResult(plan, res)
 	r.Journal.Add(records(plan, res)...)
-	r.setLatest(plan)
+	r.setLatest(plan, snap)
 	return plan
 }
 
@@ -148,11 +148,11 @@ func (r *Reconciler) observeRequeue(d engine.Decision) {
 	r.Metrics.LostWork.Add(d.LostWork.Seconds())
 }
 
-func (r *Reconciler) setLatest(p *engine.Plan) {
+func (r *Reconciler) setLatest(p *engine.Plan, snap *engine.Snapshot) {
 	r.plMu.Lock()
 	r.latest = p
 	r.merged, r.pos = nil, nil
-	r.prov.settle(p, r.Now())
+	r.prov.settle(snap, r.Now())
 	r.plMu.Unlock()
 }
 
