@@ -123,6 +123,7 @@ type statusRecorder struct {
 	status int
 }
 
+// WriteHeader records the status on its way out.
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)

@@ -124,3 +124,26 @@ func TestRecorderCatchUp(t *testing.T) {
 		must.Eq(t, []*api.AllocationListStub{fresh}, changedAfter([]*api.AllocationListStub{run, fresh}, 5))
 	})
 }
+
+type fakeStats map[string]float64
+
+func (f fakeStats) DeviceUtilization(context.Context, string) (map[string]float64, error) { return f, nil }
+
+// TestUsedBasis: utilization × Δt × devices, Δt from the start or the
+// previous sample and at most one period.
+func TestUsedBasis(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		a := mkAlloc("a1", "ml", "j").task("t", 0, -1, false).devices("t", "H200", 2).index(1).build()
+		must.NoError(t, db.Ingest(ctx, segs(at(1), a), 1))
+		var u usedSampler
+		stats := fakeStats{"nvidia/gpu/H200": 0.5}
+		for _, s := range []int{1, 3, 10} {
+			must.NoError(t, u.sample(ctx, db, stats, at(s), 2*time.Second))
+		}
+		var used, sampled int64
+		must.NoError(t, db.SQL().QueryRow(`SELECT used_device_ms, used_sampled_ms FROM segments`).Scan(&used, &sampled))
+		must.Eq(t, int64(10_000), sampled) // 2 devices × (1 + 2 + 2) s
+		must.Eq(t, int64(5_000), used)
+	})
+}

@@ -120,7 +120,11 @@ func TestWaitingFromQueue(t *testing.T) {
 		"ml/a": {NodePool: "infer", Groups: []engine.Group{{Count: 2, Devices: []engine.DeviceRequest{{Name: "nvidia/gpu/L4", Count: 2}}}}},
 		"ml/b": {Groups: []engine.Group{{Count: 1, Devices: []engine.DeviceRequest{{Name: "nvidia/gpu", Count: 8}}}}},
 	}
-	plan := &engine.Plan{Queue: []engine.Verdict{{Namespace: "ml", JobID: "a"}, {Namespace: "ml", JobID: "b"}, {Namespace: "ml", JobID: "gone"}}}
+	fit := []engine.Check{{Name: "limit", OK: true}, {Name: "fit"}}
+	plan := &engine.Plan{Queue: []engine.Verdict{{Namespace: "ml", JobID: "a", Checks: fit},
+		{Namespace: "ml", JobID: "b", Checks: fit}, {Namespace: "ml", JobID: "gone", Checks: fit},
+		{Namespace: "ml", JobID: "a", Checks: []engine.Check{{Name: "limit"}, {Name: "fit"}}},
+		{Namespace: "ml", JobID: "a", Checks: []engine.Check{{Name: "fit", Permanent: true}}}}}
 	got := Waiting(plan, func(ns, id string) (*engine.Job, bool) { j, ok := jobs[ns+"/"+id]; return j, ok })
 	must.Eq(t, map[PoolModel]int64{{Pool: "infer", Model: "nvidia/gpu/L4"}: 4}, got)
 	must.Eq(t, map[PoolModel]int64{}, Waiting(nil, nil))

@@ -110,6 +110,23 @@ func storeContext(st *cluster.Store) Context {
 	}
 }
 
+// waitsForCapacity reports whether a queued job would run if its pool had
+// room: its only failing checks are fit and order, none permanent. A job
+// held by its tenant's quota, limit, class or back-off is not a shortage.
+func waitsForCapacity(v engine.Verdict) bool {
+	failing := 0
+	for _, c := range v.Checks {
+		if c.OK {
+			continue
+		}
+		failing++
+		if c.Permanent || (c.Name != "fit" && c.Name != "order") {
+			return false
+		}
+	}
+	return failing > 0
+}
+
 // Blocked sums the devices of the allocations Nomad could not place
 // (blocked evaluations: 1 + coalesced failures per group), per pool and
 // model: admitted or direct jobs that wait in Nomad rather than in the
@@ -143,9 +160,9 @@ func addDevices(out map[PoolModel]int64, pool string, g engine.Group, allocs int
 	}
 }
 
-// Waiting sums the devices asked for by the queued jobs of plan (count ×
-// devices of each group), per node pool and device model; requests that
-// name no model ("nvidia/gpu") are not attributed.
+// Waiting sums the devices asked for by the queued jobs of plan that wait
+// for capacity (count × devices of each group), per node pool and device
+// model; requests that name no model ("nvidia/gpu") are not attributed.
 func Waiting(plan *engine.Plan, job func(ns, id string) (*engine.Job, bool)) map[PoolModel]int64 {
 	out := map[PoolModel]int64{}
 	if plan == nil {
@@ -153,7 +170,7 @@ func Waiting(plan *engine.Plan, job func(ns, id string) (*engine.Job, bool)) map
 	}
 	for _, v := range plan.Queue {
 		j, ok := job(v.Namespace, v.JobID)
-		if !ok {
+		if !ok || !waitsForCapacity(v) {
 			continue
 		}
 		for _, g := range j.Groups {

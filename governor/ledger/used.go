@@ -84,9 +84,18 @@ func (u *usedSampler) sample(ctx context.Context, db *DB, stats DeviceStats, now
 			break
 		}
 		seen[s.AllocID] = true
-		dt := period
-		if prev, ok := u.last[s.AllocID]; ok && now.Sub(prev) < dt {
-			dt = now.Sub(prev)
+		// Δt runs from the previous sample (or the start), at most one
+		// period: a restart does not count the time it was down.
+		from := s.Start
+		if prev, ok := u.last[s.AllocID]; ok && prev.After(from) {
+			from = prev
+		}
+		dt := now.Sub(from)
+		if dt > period {
+			dt = period
+		}
+		if dt <= 0 {
+			continue
 		}
 		util, err := stats.DeviceUtilization(ctx, s.AllocID)
 		if err != nil {
@@ -109,16 +118,18 @@ func (u *usedSampler) sample(ctx context.Context, db *DB, stats DeviceStats, now
 }
 
 func (d *DB) openDeviceSegments(ctx context.Context) ([]Segment, error) {
-	rows, err := d.sql.QueryContext(ctx, `SELECT alloc_id, model, devices FROM segments WHERE open = 1 AND model <> ''`)
+	rows, err := d.sql.QueryContext(ctx, `SELECT alloc_id, model, devices, start_ms FROM segments WHERE open = 1 AND model <> ''`)
 	if err != nil {
 		return nil, fmt.Errorf("listing open device segments: %w", err)
 	}
 	var out []Segment
 	err = scanAll(rows, func(sc func(...any) error) error {
 		var s Segment
-		if err := sc(&s.AllocID, &s.Model, &s.Devices); err != nil {
+		var start int64
+		if err := sc(&s.AllocID, &s.Model, &s.Devices, &start); err != nil {
 			return err
 		}
+		s.Start = time.UnixMilli(start)
 		out = append(out, s)
 		return nil
 	})
