@@ -34,6 +34,9 @@ type Options struct {
 	// ACL starts every agent with acl { enabled = true } and bootstraps a
 	// management token, which API carries (see acl.go).
 	ACL bool
+	// ServerExtra is appended to the server agent's config (for example a
+	// consul or vault block; agent-safety settings stay as they are).
+	ServerExtra string
 }
 
 // ClientSpec describes one client agent.
@@ -71,7 +74,9 @@ type Cluster struct {
 	t       testing.TB
 	pluginD string
 	aclOn   bool
-	mgmt    *api.ACLToken
+	// serverExtra is Options.ServerExtra.
+	serverExtra string
+	mgmt        *api.ACLToken
 }
 
 // Client is one client agent with the node it registered.
@@ -101,7 +106,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
-	c := &Cluster{t: t, Dir: dir, pluginD: filepath.Join(dir, "plugins"), aclOn: opts.ACL}
+	c := &Cluster{t: t, Dir: dir, pluginD: filepath.Join(dir, "plugins"), aclOn: opts.ACL, serverExtra: opts.ServerExtra}
 	t.Cleanup(c.teardown)
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
@@ -144,7 +149,7 @@ func (c *Cluster) startServer(ctx context.Context, nomadBin string) error {
 	}
 	dir := filepath.Join(c.Dir, "server")
 	agent, err := nomadagent.New(nomadBin, dir, nomadagent.Config{Name: "server", Server: true, Ports: ports,
-		Extra: c.agentExtra()})
+		Extra: c.agentExtra() + c.serverExtra})
 	if err != nil {
 		return err
 	}
