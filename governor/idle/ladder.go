@@ -1,0 +1,184 @@
+// Package idle finds accelerators held by allocations that do not use them
+// (idle-held, truly idle) and devices busy with no live allocation
+// (zombies), warns, and after a grace reclaims them with a checkpoint-aware
+// stop and a requeue. Decisions are pure functions of samples and a clock;
+// the Nomad reading and the actuation live in separate files.
+package idle
+
+import (
+	"time"
+)
+
+// Waste classes.
+const (
+	// ClassIdleHeld: utilization at or below the threshold with device
+	// memory held.
+	ClassIdleHeld = "idle-held"
+	// ClassIdle: utilization at or below the threshold, little memory held.
+	ClassIdle = "idle"
+	// ClassZombie: device memory or processes with no live allocation.
+	ClassZombie = "zombie"
+)
+
+// Step is where an allocation stands on the ladder.
+type Step string
+
+// Ladder steps.
+const (
+	StepObserve   Step = "observe"
+	StepWarned    Step = "warned"
+	StepReclaim   Step = "reclaim"
+	StepReclaimed Step = "reclaimed"
+	StepExempt    Step = "exempt"
+)
+
+// Sample is one period's telemetry of one allocation's devices. Known is
+// false when any of its devices reported nothing: missing telemetry is
+// never idle.
+type Sample struct {
+	At        time.Time `json:"at"`
+	Known     bool      `json:"known"`
+	UtilPct   float64   `json:"util_pct"`   // the highest of its devices
+	MemoryMiB int64     `json:"memory_mib"` // summed over its devices
+	Processes int       `json:"processes"`
+}
+
+// Watch identifies a watched allocation.
+type Watch struct {
+	AllocID   string `json:"alloc_id"`
+	Namespace string `json:"namespace"`
+	JobID     string `json:"job_id"`
+	// Priority is the job's priority class; Production jobs are only
+	// warned, never stopped.
+	Priority   string `json:"priority_class,omitempty"`
+	Production bool   `json:"production,omitempty"`
+	Devices    int    `json:"devices"`
+}
+
+// Candidate is an allocation on the ladder with its evidence.
+type Candidate struct {
+	Watch
+	Class     string     `json:"class,omitempty"`
+	Step      Step       `json:"step"`
+	IdleSince time.Time  `json:"idle_since,omitempty"`
+	WarnedAt  time.Time  `json:"warned_at,omitempty"`
+	DueAt     time.Time  `json:"due_at,omitempty"`
+	Exemption *Exemption `json:"exemption,omitempty"`
+	// IdleDeviceSeconds is the device time observed idle (devices × time
+	// between consecutive idle samples).
+	IdleDeviceSeconds float64 `json:"idle_device_seconds"`
+	// Samples are the most recent samples, oldest first.
+	Samples []Sample `json:"samples"`
+}
+
+// MaxSamples is how many recent samples a candidate keeps as evidence.
+const MaxSamples = 12
+
+// Transition is what one observation changed.
+type Transition int
+
+// Transitions.
+const (
+	None Transition = iota
+	// Warn: the allocation was idle for the whole window.
+	Warn
+	// Cancel: a warned allocation became busy again inside the grace.
+	Cancel
+	// Reclaim: the grace ended with the allocation still idle; the caller
+	// acts and then calls Reclaimed.
+	Reclaim
+)
+
+// tracker follows one allocation.
+type tracker struct {
+	c          Candidate
+	lastIdleAt time.Time
+	// gap: telemetry went missing after the warning; the grace restarts at
+	// the next known idle sample, so a stop never follows unseen work.
+	gap bool
+}
+
+// observe applies one sample under the tenant's policy and exemption.
+func (t *tracker) observe(s Sample, p Policy, ex *Exemption) Transition {
+	t.c.Samples = append(t.c.Samples, s)
+	if len(t.c.Samples) > MaxSamples {
+		t.c.Samples = t.c.Samples[len(t.c.Samples)-MaxSamples:]
+	}
+	if t.c.Step == StepReclaimed {
+		return None
+	}
+	if !s.Known {
+		return t.unknown()
+	}
+	if s.UtilPct > p.ThresholdPct {
+		return t.busy()
+	}
+	t.idle(s, p)
+	defer func() { t.gap = false }()
+	if ex.Active(s.At) {
+		e := *ex
+		t.c.Exemption, t.c.Step = &e, StepExempt
+		return None
+	}
+	t.c.Exemption = nil
+	return t.climb(s.At, p)
+}
+
+// unknown: a gap in telemetry. Before a warning it restarts the idle run
+// (the allocation may have worked unseen); after it, the action waits for
+// the next known sample.
+func (t *tracker) unknown() Transition {
+	t.lastIdleAt = time.Time{}
+	if t.c.Step == StepObserve || t.c.Step == StepExempt {
+		t.c.IdleSince, t.c.Class = time.Time{}, ""
+	}
+	t.gap = true
+	return None
+}
+
+func (t *tracker) busy() Transition {
+	was := t.c.Step
+	t.c.Step, t.c.IdleSince, t.c.Class, t.lastIdleAt = StepObserve, time.Time{}, "", time.Time{}
+	t.c.WarnedAt, t.c.DueAt, t.gap = time.Time{}, time.Time{}, false
+	if was == StepWarned || was == StepReclaim {
+		return Cancel
+	}
+	return None
+}
+
+func (t *tracker) idle(s Sample, p Policy) {
+	if t.c.IdleSince.IsZero() {
+		t.c.IdleSince = s.At
+	}
+	if !t.lastIdleAt.IsZero() {
+		t.c.IdleDeviceSeconds += float64(t.c.Devices) * s.At.Sub(t.lastIdleAt).Seconds()
+	}
+	t.lastIdleAt = s.At
+	t.c.Class = ClassIdle
+	if s.MemoryMiB >= p.MemoryMiB || s.Processes > 0 {
+		t.c.Class = ClassIdleHeld
+	}
+}
+
+// climb moves an idle allocation up the ladder.
+func (t *tracker) climb(now time.Time, p Policy) Transition {
+	switch t.c.Step {
+	case StepObserve, StepExempt:
+		t.c.Step = StepObserve
+		if now.Sub(t.c.IdleSince) >= p.Window {
+			t.c.Step, t.c.WarnedAt, t.c.DueAt = StepWarned, now, now.Add(p.Grace)
+			return Warn
+		}
+	case StepWarned:
+		if t.gap {
+			t.c.DueAt = now.Add(p.Grace)
+		}
+		if !now.Before(t.c.DueAt) && p.Action != ActionWarn && !t.c.Production {
+			t.c.Step = StepReclaim
+			return Reclaim
+		}
+	case StepReclaim:
+		return Reclaim // not yet acted on: ask again
+	}
+	return None
+}

@@ -1,0 +1,130 @@
+package idle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+const period = 10 * time.Second
+
+func testPolicy() Policy {
+	return Policy{Window: 5 * period, ThresholdPct: 5, MemoryMiB: 1024, Grace: 3 * period, Action: ActionCheckpoint}
+}
+
+// series builds samples one period apart from a script: B busy, I idle with
+// memory held, i idle without memory, _ missing.
+func series(script string) []Sample {
+	out := make([]Sample, 0, len(script))
+	for n, c := range script {
+		s := Sample{At: t0.Add(time.Duration(n) * period), Known: c != '_'}
+		switch c {
+		case 'B':
+			s.UtilPct, s.MemoryMiB = 80, 30000
+		case 'I':
+			s.UtilPct, s.MemoryMiB = 1, 30000
+		case 'i':
+			s.UtilPct, s.MemoryMiB = 0, 10
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestLadder(t *testing.T) {
+	cases := map[string]struct {
+		script     string
+		policy     func(*Policy)
+		exempt     *Exemption
+		production bool
+		// want: transitions by sample index
+		want  map[int]Transition
+		class string
+		step  Step
+	}{
+		"busy never warned":                {script: "BBBBBBBBBBBB", want: map[int]Transition{}, step: StepObserve},
+		"idle-held warned then reclaimed":  {script: "IIIIIIIIII", want: map[int]Transition{5: Warn, 8: Reclaim, 9: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		"truly idle":                       {script: "iiiiii", want: map[int]Transition{5: Warn}, class: ClassIdle, step: StepWarned},
+		"busy inside grace cancels":        {script: "IIIIIIBBB", want: map[int]Transition{5: Warn, 6: Cancel}, step: StepObserve},
+		"gap restarts the window":          {script: "IIII_IIIII", want: map[int]Transition{}, class: ClassIdleHeld, step: StepObserve},
+		"gap after warning restarts grace": {script: "IIIIII_IIIII", want: map[int]Transition{5: Warn, 10: Reclaim, 11: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		"warn-only action":                 {script: "IIIIIIIIIIII", policy: func(p *Policy) { p.Action = ActionWarn }, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"production only warned":           {script: "IIIIIIIIIIII", production: true, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"exempt":                           {script: "IIIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, want: map[int]Transition{}, step: StepExempt, class: ClassIdleHeld},
+		"expired exemption":                {script: "IIIIIIII", exempt: &Exemption{Until: t0.Add(2 * period), Reason: "demo"}, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := testPolicy()
+			if tc.policy != nil {
+				tc.policy(&p)
+			}
+			tr := &tracker{c: Candidate{Watch: Watch{AllocID: "a", Devices: 2, Production: tc.production}, Step: StepObserve}}
+			got := map[int]Transition{}
+			for n, s := range series(tc.script) {
+				if k := tr.observe(s, p, tc.exempt); k != None {
+					got[n] = k
+				}
+			}
+			must.Eq(t, tc.want, got)
+			must.Eq(t, tc.step, tr.c.Step)
+			must.Eq(t, tc.class, tr.c.Class)
+		})
+	}
+}
+
+func TestIdleDeviceSeconds(t *testing.T) {
+	tr := &tracker{c: Candidate{Watch: Watch{Devices: 2}, Step: StepObserve}}
+	for _, s := range series("IIIB_II") {
+		tr.observe(s, testPolicy(), nil)
+	}
+	// two idle intervals in the first run, one in the second: 3 × 10 s × 2
+	must.Eq(t, 60.0, tr.c.IdleDeviceSeconds)
+}
+
+func TestDetectorForgetsAndReclaims(t *testing.T) {
+	d := NewDetector()
+	ten := func(string) Tenant { return Tenant{Policy: testPolicy()} }
+	w := Watch{AllocID: "a1", Namespace: "ml", JobID: "train", Devices: 1}
+	var events []Event
+	for _, s := range series("IIIIIIIII") {
+		events = append(events, d.Tick([]Observation{{Watch: w, Sample: s}}, ten)...)
+	}
+	must.Len(t, 2, events)
+	must.Eq(t, Warn, events[0].Kind)
+	must.Eq(t, Reclaim, events[1].Kind)
+	must.Eq(t, 5*period, events[0].Candidate.Latency())
+	d.Reclaimed("a1")
+	must.Len(t, 0, d.Tick([]Observation{{Watch: w, Sample: series("IIIIIIIIII")[9]}}, ten))
+	must.Eq(t, StepReclaimed, d.Candidates()[0].Step)
+	d.Tick(nil, ten)
+	must.Eq(t, 0, d.Watched())
+}
+
+func TestZombies(t *testing.T) {
+	d := NewDetector()
+	liveSet := map[string]bool{"gpu-1": true}
+	live := func(_, dev string) bool { return liveSet[dev] }
+	at := func(n int) time.Time { return t0.Add(time.Duration(n) * period) }
+	tick := func(n int, devs ...DeviceSample) []Zombie {
+		for i := range devs {
+			devs[i].At, devs[i].Known, devs[i].Node = at(n), true, "n1"
+		}
+		return d.Zombies(devs, live, 256)
+	}
+	must.Len(t, 0, tick(0, DeviceSample{DeviceID: "gpu-1", MemoryMiB: 9000}, DeviceSample{DeviceID: "gpu-2", MemoryMiB: 100}))
+	// gpu-1's allocation stops; memory and a process stay
+	liveSet["gpu-1"] = false
+	must.Len(t, 0, tick(1, DeviceSample{DeviceID: "gpu-1", MemoryMiB: 9000, Processes: 1}))
+	z := tick(2, DeviceSample{DeviceID: "gpu-1", MemoryMiB: 9000, Processes: 1})
+	must.Len(t, 1, z)
+	must.Eq(t, "gpu-1", z[0].DeviceID)
+	must.Eq(t, at(1), z[0].Since)
+	must.Len(t, 0, tick(3, DeviceSample{DeviceID: "gpu-1", MemoryMiB: 9000, Processes: 1}))
+	must.Len(t, 1, d.ZombieList())
+	tick(4, DeviceSample{DeviceID: "gpu-1"})
+	must.Len(t, 0, d.ZombieList())
+}
