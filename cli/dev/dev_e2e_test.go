@@ -132,6 +132,8 @@ func TestE2E_DevUp(t *testing.T) {
 	must.StrContains(t, out.String(), "Stopped")
 	_, err = os.Stat(filepath.Join(dir, "nomad", "data"))
 	must.True(t, os.IsNotExist(err), must.Sprint("data dir not removed"))
+	_, err = os.Stat(filepath.Join(dir, deviceNodeDir))
+	must.True(t, os.IsNotExist(err), must.Sprint("device nodes not removed"))
 	killed, err := nomadagent.Sweep(dir)
 	must.NoError(t, err)
 	must.SliceEmpty(t, killed, must.Sprint("processes outlived dev up"))

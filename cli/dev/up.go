@@ -201,6 +201,11 @@ func (e *Env) Stop(out io.Writer) {
 	if err := os.RemoveAll(e.Agent.Config().DataDir); err != nil {
 		fmt.Fprintf(out, "    warning: removing data: %v\n", err)
 	}
+	// The simulated device nodes go too: they are real nodes of
+	// NVIDIA's major, open to everyone.
+	if err := os.RemoveAll(filepath.Join(e.Dir, deviceNodeDir)); err != nil {
+		fmt.Fprintf(out, "    warning: removing device nodes: %v\n", err)
+	}
 	fmt.Fprintf(out, "==> Stopped; the agent log stays in %s\n", e.Agent.LogPath())
 }
 
