@@ -227,11 +227,11 @@ func quickstart(t *testing.T, e *env) {
 	must.Eq(t, "train-multinode", j.JobID)
 	must.Eq(t, 1, j.Position)
 	must.Eq(t, "standard", j.Class)
-	must.Eq(t, int64(2), j.Request["nvidia/gpu"])
+	must.Eq(t, int64(2), j.Request["gpu"]) // as the governor accounts it
 	must.NotEq(t, "", j.Reason)
 	table := ok(t, "queue")
 	must.StrContains(t, table, "Position")
-	must.StrContains(t, table, "nvidia/gpu=2")
+	must.StrContains(t, table, "gpu=2")
 	must.StrContains(t, ok(t, "queue", "-namespace", "ml-serving"), "No queued jobs (1 in the whole queue)")
 
 	var why gapi.Why

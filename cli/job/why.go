@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	"github.com/allot-sh/allot/cli/queue"
 	gapi "github.com/allot-sh/allot/governor/api"
 )
 
@@ -62,7 +61,7 @@ func write(c *cli.Context, w *gapi.Why, now time.Time) error {
 		kvs = append(kvs, cmdutil.KV{Key: "Position", Value: fmt.Sprintf("%d in the queue, %d in the tenant", w.Position, w.TenantPosition)})
 	}
 	if !w.QueuedAt.IsZero() {
-		kvs = append(kvs, cmdutil.KV{Key: "Queued At", Value: w.QueuedAt.Format(time.RFC3339) + " (" + queue.Wait(now, w.QueuedAt) + " ago)"})
+		kvs = append(kvs, cmdutil.KV{Key: "Queued At", Value: w.QueuedAt.Format(time.RFC3339) + " (" + cmdutil.Wait(now, w.QueuedAt) + " ago)"})
 	}
 	kvs = append(kvs, cmdutil.KV{Key: "Reason", Value: cmdutil.Dash(w.Reason)})
 	if err := cmdutil.KVList(out, kvs); err != nil {

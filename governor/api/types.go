@@ -17,7 +17,11 @@ type Tenant struct {
 	Limit map[string]int64
 	Lend  map[string]int64
 	// Usage is what live allocations and admitted-but-unplaced jobs hold.
-	Usage         map[string]int64
+	Usage map[string]int64
+	// Borrowed is usage above the nominal quota; Lent is this tenant's
+	// share of what its cohort borrows (engine.LendingOf has the rule).
+	Borrowed      map[string]int64
+	Lent          map[string]int64
 	Queued        int
 	DominantShare float64
 	// Error is the validation error of the namespace's current meta; the
@@ -41,6 +45,10 @@ type QueueEntry struct {
 	TenantPosition int
 	QueuedAt       time.Time
 	Reason         string
+	// Request is what the whole job asks for, summed over its
+	// allocations: cpu MHz, memory MiB and devices by the names its device
+	// blocks use.
+	Request map[string]int64
 }
 
 // Queue is the response of GET /allot/v1/queue.

@@ -79,18 +79,19 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 		return
 	}
 	out := gapi.TenantList{Tenants: []gapi.Tenant{}}
+	lending := engine.LendingOf(p.Tenants)
 	for _, t := range p.Tenants {
 		if c.CanRead(t.Namespace) {
-			out.Tenants = append(out.Tenants, tenantOf(t))
+			out.Tenants = append(out.Tenants, tenantOf(t, lending))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func tenantOf(t engine.TenantStatus) gapi.Tenant {
+func tenantOf(t engine.TenantStatus, l engine.Lending) gapi.Tenant {
 	out := gapi.Tenant{Namespace: t.Namespace, Cohort: t.Cohort, Weight: t.Weight, Classes: t.Classes,
 		DefaultClass: t.DefaultClass, Quota: t.Quota, Limit: t.Limit, Lend: t.Lend, Usage: t.Usage,
-		Queued: t.Queued, DominantShare: t.DominantShare}
+		Borrowed: l.Borrowed[t.Namespace], Lent: l.Lent[t.Namespace], Queued: t.Queued, DominantShare: t.DominantShare}
 	if t.Err != nil {
 		out.Error = t.Err.Error()
 	}
@@ -109,8 +110,19 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	for _, v := range p.Queue {
 		if c.CanRead(v.Namespace) {
 			out.Jobs = append(out.Jobs, gapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
-				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason)})
+				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason),
+				Request: s.request(v.Namespace, v.JobID)})
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// request is what the stored job asks for (engine.Request), nil when the
+// store no longer has it.
+func (s *Server) request(ns, id string) map[string]int64 {
+	j, ok := s.Store.Job(ns, id)
+	if !ok {
+		return nil
+	}
+	return engine.Request(j)
 }

@@ -113,3 +113,29 @@ func get(t *testing.T, url, token string) (int, string) {
 	must.NoError(t, err)
 	return resp.StatusCode, string(body)
 }
+
+// The governor computes borrowing and each queued job's request; the CLI
+// only renders them.
+func TestAPIServesLendingAndRequests(t *testing.T) {
+	p := samplePlan()
+	p.Tenants = append(p.Tenants, engine.TenantStatus{Tenant: engine.Tenant{Tenant: quota.Tenant{Namespace: "lender",
+		Cohort: "default", Weight: 1, Quota: quota.Vector{"gpu": 8}}}, Usage: quota.Vector{}})
+	s, srv := testServer(t, p, true, nil)
+	s.Store.PutEngineJob(&engine.Job{Namespace: "ml", ID: "big.Job_1", Groups: []engine.Group{
+		{Name: "g", Count: 2, CPU: 100, MemoryMB: 64, Devices: []engine.DeviceRequest{{Name: "nvidia/gpu", Count: 2}}}}})
+	c := &gapi.Client{Address: srv.URL, Token: "root"}
+	ctx := context.Background()
+	ts, err := c.Tenants(ctx)
+	must.NoError(t, err)
+	byNS := map[string]gapi.Tenant{}
+	for _, tn := range ts.Tenants {
+		byNS[tn.Namespace] = tn
+	}
+	must.Eq(t, map[string]int64{"gpu": 8}, byNS["ml"].Borrowed, must.Sprint("limit only: all usage is borrowed"))
+	must.Eq(t, map[string]int64{"gpu": 8}, byNS["lender"].Lent)
+	must.MapEmpty(t, byNS["lender"].Borrowed)
+	q, err := c.Queue(ctx)
+	must.NoError(t, err)
+	must.Eq(t, map[string]int64{"cpu": 200, "memory": 128, "gpu": 4}, q.Jobs[0].Request, must.Sprint("as the engine accounts it"))
+	must.Nil(t, q.Jobs[1].Request, must.Sprint("a job the store does not have"))
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 	"github.com/urfave/cli/v2"
@@ -105,4 +106,11 @@ func TestTableAndKV(t *testing.T) {
 	b.Reset()
 	must.NoError(t, KVList(&b, []KV{{"Name", "x"}, {"Default Class", "standard"}}))
 	must.Eq(t, "Name          = x\nDefault Class = standard\n", b.String())
+}
+
+func TestWait(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	must.Eq(t, "3m12s", Wait(now, now.Add(-192*time.Second-300*time.Millisecond)))
+	must.Eq(t, "-", Wait(now, time.Time{}))
+	must.Eq(t, "0s", Wait(now, now.Add(time.Minute)))
 }

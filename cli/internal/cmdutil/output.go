@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -69,4 +70,17 @@ func Dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// Wait renders how long something has waited since since, to the second;
+// "-" for a zero time.
+func Wait(now, since time.Time) string {
+	if since.IsZero() {
+		return "-"
+	}
+	d := now.Sub(since)
+	if d < 0 {
+		d = 0
+	}
+	return d.Round(time.Second).String()
 }
