@@ -76,5 +76,9 @@ type Stats struct {
 	PowerW         float64
 	TemperatureC   float64
 	ECCErrors      int64
-	Timestamp      time.Time
+	// Processes is the number of processes using the device, where the
+	// backend can see them (nil: unknown). The idle detector reads it to
+	// find zombies.
+	Processes *int64
+	Timestamp time.Time
 }

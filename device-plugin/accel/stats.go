@@ -122,6 +122,7 @@ const (
 	StatPower       = "Power usage"
 	StatTemperature = "Temperature"
 	StatECCErrors   = "ECC errors"
+	StatProcesses   = "Processes"
 )
 
 func deviceStats(s Stats) *device.DeviceStats {
@@ -131,17 +132,17 @@ func deviceStats(s Stats) *device.DeviceStats {
 	if s.MemoryTotalMiB > 0 {
 		memUsed.IntDenominatorVal = ptr(s.MemoryTotalMiB)
 	}
-	return &device.DeviceStats{
-		Summary: memUsed,
-		Stats: &structs.StatObject{Attributes: map[string]*structs.StatValue{
-			StatUtilization: {FloatNumeratorVal: ptr(s.UtilizationPct), Unit: "%", Desc: "compute utilization"},
-			StatMemoryUsed:  memUsed,
-			StatPower:       {FloatNumeratorVal: ptr(s.PowerW), Unit: structs.UnitW, Desc: "power draw"},
-			StatTemperature: {FloatNumeratorVal: ptr(s.TemperatureC), Unit: "C", Desc: "temperature"},
-			StatECCErrors:   {IntNumeratorVal: ptr(s.ECCErrors), Desc: "uncorrected ECC errors (volatile)"},
-		}},
-		Timestamp: s.Timestamp,
+	attrs := map[string]*structs.StatValue{
+		StatUtilization: {FloatNumeratorVal: ptr(s.UtilizationPct), Unit: "%", Desc: "compute utilization"},
+		StatMemoryUsed:  memUsed,
+		StatPower:       {FloatNumeratorVal: ptr(s.PowerW), Unit: structs.UnitW, Desc: "power draw"},
+		StatTemperature: {FloatNumeratorVal: ptr(s.TemperatureC), Unit: "C", Desc: "temperature"},
+		StatECCErrors:   {IntNumeratorVal: ptr(s.ECCErrors), Desc: "uncorrected ECC errors (volatile)"},
 	}
+	if s.Processes != nil {
+		attrs[StatProcesses] = &structs.StatValue{IntNumeratorVal: ptr(*s.Processes), Desc: "processes on the device"}
+	}
+	return &device.DeviceStats{Summary: memUsed, Stats: &structs.StatObject{Attributes: attrs}, Timestamp: s.Timestamp}
 }
 
 func ptr[T any](v T) *T { return &v }

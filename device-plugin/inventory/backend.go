@@ -34,6 +34,8 @@ type Backend struct {
 	logger hclog.Logger
 	// lastUnmatched avoids logging the same stale unhealthy entry forever.
 	lastUnmatched string
+	// lastScriptErr does the same for a bad telemetry script (telemetry.go).
+	lastScriptErr string
 }
 
 // Option configures a Backend.
@@ -149,13 +151,15 @@ func diagText(d *hcl.Diagnostic) string {
 // Stats returns plausible synthetic statistics: each device's utilization
 // follows a slow wave with a phase of its own (derived from its ID), and
 // memory, power and temperature follow utilization. An unhealthy device
-// reports one uncorrected ECC error. Same clock, same numbers.
+// reports one uncorrected ECC error. Same clock, same numbers. A scripted
+// telemetry file next to the inventory overrides them (telemetry.go).
 func (b *Backend) Stats(_ context.Context, devs []accel.Device) (map[string]accel.Stats, error) {
 	now := b.now()
 	out := make(map[string]accel.Stats, len(devs))
 	for _, d := range devs {
 		out[d.ID] = Synthetic(d, now)
 	}
+	b.script(out)
 	return out, nil
 }
 
