@@ -38,8 +38,8 @@ func TestE2E_Ledger(t *testing.T) {
 		e.startPostgresGovernor(pg)
 	}
 	mgmt := e.c.ManagementToken()
-	// The short pool: three jobs for the two L4s, all of them long.
-	for i := 0; i < 3; i++ {
+	// The short pool: five jobs of two L4s each for its two L4s, all long.
+	for i := 0; i < 5; i++ {
 		e.submitThrough(e.a, "team-b", fmt.Sprintf("infer%d", i), "infer", "L4", 2, 600, 0)
 	}
 	// Quota changes: through governor A (SQLite) and B (PostgreSQL) by
@@ -56,6 +56,7 @@ func TestE2E_Ledger(t *testing.T) {
 	e.drain()
 	t.Logf("workload: %d jobs, %d user stops, %d governor kills (SIGKILL), %s", len(e.jobs), e.stopped, e.kills,
 		workEnd.Sub(began).Round(time.Second))
+	must.GreaterEq(t, 10, e.kills)
 
 	truth := e.groundTruth()
 	backends := map[string]*ledger.DB{"sqlite": e.openSQLite()}
@@ -70,6 +71,7 @@ func TestE2E_Ledger(t *testing.T) {
 			checkCapacity(t, db)
 		})
 	}
+	checkDecisionsAndUsed(t, backends["sqlite"])
 	e.checkAuditThroughCLI(t, mgmt)
 	if pg != nil {
 		checkAuditRows(t, backends["postgres"], "team-b", "allot.weight", e.alice)
@@ -232,6 +234,21 @@ func checkCapacity(t *testing.T, db *ledger.DB) {
 	}
 }
 
+// checkDecisionsAndUsed: governor decisions were persisted (they survive
+// the restarts), and device stats gave a used basis.
+func checkDecisionsAndUsed(t *testing.T, db *ledger.DB) {
+	es, err := db.Entries(context.Background(), ledger.AuditQuery{Kind: ledger.KindDecision})
+	must.NoError(t, err)
+	must.Positive(t, len(es), must.Sprint("no governor decision persisted"))
+	var used, sampled, device int64
+	must.NoError(t, db.SQL().QueryRow(`SELECT COALESCE(SUM(used_device_ms), 0), COALESCE(SUM(used_sampled_ms), 0),
+		COALESCE(SUM(devices * (end_ms - start_ms)), 0) FROM segments WHERE model <> ''`).Scan(&used, &sampled, &device))
+	must.Positive(t, sampled)
+	must.LessEq(t, sampled, used)
+	t.Logf("%d decisions persisted; used basis %.1f of %.1f device-s sampled (%.0f%% of %.1f allocated)",
+		len(es), float64(used)/1000, float64(sampled)/1000, 100*float64(sampled)/float64(device), float64(device)/1000)
+}
+
 // setWeightDirectly edits a namespace's meta straight in Nomad.
 func (e *ledgerEnv) setWeightDirectly(name, weight string) {
 	ns, _, err := e.c.API.Namespaces().Info(name, nil)
@@ -307,7 +324,7 @@ func checkTamper(t *testing.T, db *ledger.DB) {
 }
 
 // checkCapacityRanking: allotctl report capacity ranks the short pool
-// (three 2-L4 jobs for two L4s) first.
+// (five 2-L4 jobs for two L4s) first.
 func (e *ledgerEnv) checkCapacityRanking(t *testing.T, mgmt string, since time.Time) {
 	code, stdout, errOut := e.allotctl(e.a, mgmt, "report", "capacity", "-json", "-since", since.UTC().Format(time.RFC3339))
 	must.Zero(t, code, must.Sprint(errOut))

@@ -209,7 +209,7 @@ func (e *ledgerEnv) allotctl(g *testcluster.Governor, token string, args ...stri
 // killing a governor every few seconds.
 func (e *ledgerEnv) workload(d time.Duration) {
 	end := time.Now().Add(d)
-	nextKill := time.Now().Add(time.Duration(3+e.rng.Intn(6)) * time.Second)
+	nextKill := time.Now().Add(time.Duration(2+e.rng.Intn(5)) * time.Second)
 	for i := 0; time.Now().Before(end); i++ {
 		ns := []string{"team-a", "team-b"}[e.rng.Intn(2)]
 		exit := 0
@@ -220,16 +220,16 @@ func (e *ledgerEnv) workload(d time.Duration) {
 		if i%2 == 0 {
 			e.submit(ns, id, "train", "H200", 1+e.rng.Intn(2), 2+e.rng.Intn(9), exit)
 		} else {
-			e.submitThrough(e.a, ns, id, "train", "H200", 1+e.rng.Intn(3), 2+e.rng.Intn(9), exit)
+			e.submitThrough(e.a, ns, id, "train", "H200", 1+e.rng.Intn(2), 2+e.rng.Intn(9), exit)
 		}
 		if i > 3 && e.rng.Intn(4) == 0 {
 			e.stopJob(e.jobs[len(e.jobs)-1-e.rng.Intn(4)])
 		}
 		if time.Now().After(nextKill) {
 			e.killOne()
-			nextKill = time.Now().Add(time.Duration(3+e.rng.Intn(6)) * time.Second)
+			nextKill = time.Now().Add(time.Duration(2+e.rng.Intn(5)) * time.Second)
 		}
-		pace := time.NewTimer(time.Duration(500+e.rng.Intn(1500)) * time.Millisecond)
+		pace := time.NewTimer(time.Duration(300+e.rng.Intn(1000)) * time.Millisecond)
 		<-pace.C // pacing arrivals, not waiting for a state
 	}
 }
