@@ -133,8 +133,6 @@ type Verdict struct {
 	// Reason is the first failing check, or why the job was admitted.
 	Reason string
 	Checks []Check
-	// Request is what the job asks for, summed over its allocations.
-	Request quota.Vector
 	// Replaces counts the live allocations of the job's running version
 	// that this version replaces (their shape changes): an update weighed
 	// by what it adds on top of what it keeps (Base.Decide). When such an
