@@ -105,6 +105,22 @@ func (d *Detector) Watched() int {
 	return len(d.trackers)
 }
 
+type idleTotal struct {
+	namespace string
+	seconds   float64
+}
+
+// idleTotals is every followed allocation's idle device-seconds so far.
+func (d *Detector) idleTotals() map[string]idleTotal {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]idleTotal, len(d.trackers))
+	for id, t := range d.trackers {
+		out[id] = idleTotal{t.c.Namespace, t.c.IdleDeviceSeconds}
+	}
+	return out
+}
+
 func clone(c Candidate) Candidate {
 	c.Samples = append([]Sample(nil), c.Samples...)
 	if c.Exemption != nil {

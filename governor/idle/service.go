@@ -1,0 +1,186 @@
+package idle
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+)
+
+// Reclaimer carries out a reclaim: a checkpoint-aware stop and requeue
+// (ActionCheckpoint) or a stop (ActionStop). actuate.go implements it.
+type Reclaimer interface {
+	Reclaim(ctx context.Context, c Candidate, a Action) error
+}
+
+// Recorder keeps warnings, cancellations, reclaims and zombies (the
+// ledger). Errors are logged; the ladder does not wait on the record.
+type Recorder interface {
+	RecordIdle(ctx context.Context, at time.Time, e Event) error
+	RecordZombie(ctx context.Context, z Zombie) error
+}
+
+// Namespaces lists namespaces with their meta (for policies).
+type Namespaces interface {
+	Namespaces(ctx context.Context) ([]*api.Namespace, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	Source     Source
+	Namespaces Namespaces
+	Detector   *Detector
+	Reclaimer  Reclaimer // nil: warn only
+	Recorder   Recorder  // nil: not recorded
+	Metrics    *Metrics  // nil: none
+	Defaults   Policy
+	// WarnOnly are the priority classes never stopped (production).
+	WarnOnly map[string]bool
+	// ClassOf returns a job's priority class (nil: none known).
+	ClassOf func(ns, jobID string) string
+	// ZombieMemoryMiB is the memory a device may hold with no allocation.
+	ZombieMemoryMiB int64
+	Period          time.Duration
+	// Workers bounds the concurrent stats requests.
+	Workers int
+	Now     func() time.Time
+	Log     hclog.Logger
+}
+
+// Service runs the detector every period against Nomad.
+type Service struct {
+	o       Options
+	mu      sync.Mutex
+	tenants map[string]Tenant
+}
+
+// NewService returns a service; call Run.
+func NewService(o Options) *Service {
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	if o.Detector == nil {
+		o.Detector = NewDetector()
+	}
+	return &Service{o: o, tenants: map[string]Tenant{}}
+}
+
+// Detector is the service's detector (for reports).
+func (s *Service) Detector() *Detector { return s.o.Detector }
+
+// Run ticks every period until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	t := time.NewTicker(s.o.Period)
+	defer t.Stop()
+	for {
+		if err := s.Once(ctx); err != nil && ctx.Err() == nil {
+			s.o.Log.Warn("idle detection period failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Once reads one period's telemetry and applies it.
+func (s *Service) Once(ctx context.Context) error {
+	now := s.o.Now()
+	if err := s.refreshTenants(ctx); err != nil {
+		return err
+	}
+	allocs, err := s.o.Source.Allocations(ctx)
+	if err != nil {
+		return err
+	}
+	hs := holders(allocs)
+	obs := s.observe(ctx, now, hs)
+	events := s.o.Detector.Tick(obs, s.Tenant)
+	for _, e := range events {
+		s.handle(ctx, now, e)
+	}
+	s.zombies(ctx, now, allocs, hs)
+	if s.o.Metrics != nil {
+		s.o.Metrics.update(s.o.Detector)
+	}
+	return nil
+}
+
+// Tenant returns a namespace's policy (the defaults for an unknown one).
+func (s *Service) Tenant(ns string) Tenant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tenants[ns]; ok {
+		return t
+	}
+	return Tenant{Namespace: ns, Policy: s.o.Defaults}
+}
+
+// Tenants returns every namespace's parsed policy.
+func (s *Service) Tenants() map[string]Tenant {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]Tenant, len(s.tenants))
+	for k, v := range s.tenants {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Service) refreshTenants(ctx context.Context) error {
+	nss, err := s.o.Namespaces.Namespaces(ctx)
+	if err != nil {
+		return fmt.Errorf("listing namespaces: %w", err)
+	}
+	next := make(map[string]Tenant, len(nss))
+	for _, ns := range nss {
+		t := ParseTenant(ns.Name, ns.Meta, s.o.Defaults)
+		if prev, ok := s.tenants[ns.Name]; len(t.Problems) > 0 && (!ok || fmt.Sprint(prev.Problems) != fmt.Sprint(t.Problems)) {
+			s.o.Log.Warn("namespace idle policy has bad values; defaults kept for them", "namespace", ns.Name, "problems", t.Problems)
+		}
+		next[ns.Name] = t
+	}
+	s.mu.Lock()
+	s.tenants = next
+	s.mu.Unlock()
+	return nil
+}
+
+// observe reads every holder's stats with a bounded number of workers. A
+// failed read is a missing sample.
+func (s *Service) observe(ctx context.Context, now time.Time, hs []held) []Observation {
+	obs := make([]Observation, len(hs))
+	sem := make(chan struct{}, s.o.Workers)
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		w := Watch{AllocID: h.alloc.ID, Namespace: h.alloc.Namespace, JobID: h.alloc.JobID, Devices: len(h.devices)}
+		if s.o.ClassOf != nil {
+			w.Priority = s.o.ClassOf(w.Namespace, w.JobID)
+			w.Production = s.o.WarnOnly[w.Priority]
+		}
+		obs[i].Watch = w
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, h held) {
+			defer func() { <-sem; wg.Done() }()
+			groups, err := s.o.Source.AllocDeviceStats(ctx, h.alloc.ID)
+			if err != nil {
+				obs[i].Sample = Sample{At: now}
+				return
+			}
+			obs[i].Sample = sample(now, h.devices, instances(groups))
+		}(i, h)
+	}
+	wg.Wait()
+	return obs
+}

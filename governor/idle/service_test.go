@@ -1,0 +1,167 @@
+package idle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+)
+
+// fakeNomad is a Source and Namespaces whose telemetry a test sets.
+type fakeNomad struct {
+	mu     sync.Mutex
+	allocs []*api.AllocationListStub
+	// util and mem per device ID; a device absent from util reports nothing.
+	util  map[string]float64
+	mem   map[string]int64
+	procs map[string]int64
+	meta  map[string]map[string]string
+}
+
+func (f *fakeNomad) Allocations(context.Context) ([]*api.AllocationListStub, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*api.AllocationListStub(nil), f.allocs...), nil
+}
+
+func (f *fakeNomad) stats(ids []string) []*api.DeviceGroupStats {
+	g := &api.DeviceGroupStats{Vendor: "nvidia", Type: "gpu", Name: "H100", InstanceStats: map[string]*api.DeviceStats{}}
+	for _, id := range ids {
+		u, ok := f.util[id]
+		if !ok {
+			continue
+		}
+		mem, procs := f.mem[id], f.procs[id]
+		g.InstanceStats[id] = &api.DeviceStats{Summary: &api.StatValue{IntNumeratorVal: &mem}, Stats: &api.StatObject{
+			Attributes: map[string]*api.StatValue{statUtilization: {FloatNumeratorVal: &u}, statProcesses: {IntNumeratorVal: &procs}}}}
+	}
+	return []*api.DeviceGroupStats{g}
+}
+
+func (f *fakeNomad) AllocDeviceStats(_ context.Context, id string) ([]*api.DeviceGroupStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range f.allocs {
+		if a.ID == id {
+			return f.stats(a.AllocatedResources.Tasks["t"].Devices[0].DeviceIDs), nil
+		}
+	}
+	return nil, errors.New("no such allocation")
+}
+
+func (f *fakeNomad) NodeDeviceStats(context.Context, string) ([]*api.DeviceGroupStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for id := range f.util {
+		ids = append(ids, id)
+	}
+	return f.stats(ids), nil
+}
+
+func (f *fakeNomad) DeviceNodes(context.Context) ([]string, error) { return []string{"n1"}, nil }
+
+func (f *fakeNomad) Namespaces(context.Context) ([]*api.Namespace, error) {
+	var out []*api.Namespace
+	for ns, m := range f.meta {
+		out = append(out, &api.Namespace{Name: ns, Meta: m})
+	}
+	return out, nil
+}
+
+func allocStub(id, job, status string, devs ...string) *api.AllocationListStub {
+	return &api.AllocationListStub{ID: id, Namespace: "ml", JobID: job, NodeID: "n1", ClientStatus: status,
+		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
+			"t": {Devices: []*api.AllocatedDeviceResource{{DeviceIDs: devs}}}}}}
+}
+
+type fakeReclaimer struct{ got []string }
+
+func (f *fakeReclaimer) Reclaim(_ context.Context, c Candidate, _ Action) error {
+	f.got = append(f.got, c.JobID)
+	return nil
+}
+
+type fakeRecorder struct {
+	events  []Event
+	zombies []Zombie
+}
+
+func (f *fakeRecorder) RecordIdle(_ context.Context, _ time.Time, e Event) error {
+	f.events = append(f.events, e)
+	return nil
+}
+
+func (f *fakeRecorder) RecordZombie(_ context.Context, z Zombie) error {
+	f.zombies = append(f.zombies, z)
+	return nil
+}
+
+func TestServiceLadderAndZombie(t *testing.T) {
+	nomad := &fakeNomad{
+		allocs: []*api.AllocationListStub{
+			allocStub("a-busy", "busy", "running", "g1"),
+			allocStub("a-idle", "idle", "running", "g2", "g3"),
+			allocStub("a-exempt", "exempt", "running", "g4"),
+			allocStub("a-prod", "prod", "running", "g5"),
+		},
+		util:  map[string]float64{"g1": 90, "g2": 1, "g3": 0, "g4": 0, "g5": 0},
+		mem:   map[string]int64{"g1": 9000, "g2": 9000, "g3": 9000, "g4": 9000, "g5": 9000},
+		procs: map[string]int64{},
+		meta: map[string]map[string]string{"ml": {KeyWindow: "50s", KeyGrace: "30s",
+			KeyExemptPrefix + "exempt": "until=2030-01-01T00:00:00Z;reason=benchmark"}},
+	}
+	now := t0
+	rec, rc := &fakeReclaimer{}, &fakeRecorder{}
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Reclaimer: rec, Recorder: rc, Metrics: NewMetrics(nil),
+		Defaults: DefaultPolicy(), Period: period, ZombieMemoryMiB: 256, Now: func() time.Time { return now },
+		ClassOf:  func(_, job string) string { return map[string]string{"prod": "production"}[job] },
+		WarnOnly: map[string]bool{"production": true}})
+	for n := 0; n <= 8; n++ {
+		now = t0.Add(time.Duration(n) * period)
+		must.NoError(t, s.Once(context.Background()))
+	}
+	must.Eq(t, []string{"idle"}, rec.got)
+	kinds := map[string][]Transition{}
+	for _, e := range rc.events {
+		kinds[e.Candidate.JobID] = append(kinds[e.Candidate.JobID], e.Kind)
+	}
+	must.Eq(t, map[string][]Transition{"idle": {Warn, Reclaim}, "prod": {Warn}}, kinds)
+	byJob := map[string]Candidate{}
+	for _, c := range s.Detector().Candidates() {
+		byJob[c.JobID] = c
+	}
+	must.Eq(t, StepReclaimed, byJob["idle"].Step)
+	must.Eq(t, ClassIdleHeld, byJob["idle"].Class)
+	must.Eq(t, StepExempt, byJob["exempt"].Step)
+	must.Eq(t, "benchmark", byJob["exempt"].Exemption.Reason)
+	must.Eq(t, StepWarned, byJob["prod"].Step)
+
+	// the idle job's allocation completes but leaves memory and a process on g2
+	nomad.mu.Lock()
+	nomad.allocs[1].ClientStatus = "complete"
+	nomad.procs["g2"] = 1
+	nomad.mu.Unlock()
+	for n := 9; n <= 10; n++ {
+		now = t0.Add(time.Duration(n) * period)
+		must.NoError(t, s.Once(context.Background()))
+	}
+	must.Len(t, 2, rc.zombies) // g2 and g3 (both still hold memory)
+	must.Eq(t, t0.Add(9*period), rc.zombies[0].Since)
+}
+
+func TestMissingStatsAreNeverIdle(t *testing.T) {
+	nomad := &fakeNomad{allocs: []*api.AllocationListStub{allocStub("a", "j", "running", "g1", "g2")},
+		util: map[string]float64{"g1": 0}, mem: map[string]int64{}, procs: map[string]int64{}}
+	now := t0
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Defaults: testPolicy(), Period: period, Now: func() time.Time { return now }})
+	for n := 0; n < 20; n++ {
+		now = t0.Add(time.Duration(n) * period)
+		must.NoError(t, s.Once(context.Background()))
+	}
+	must.Len(t, 0, s.Detector().Candidates(), must.Sprint("g2 never reports: the allocation's samples are unknown"))
+}
