@@ -127,7 +127,9 @@ func TestRecorderCatchUp(t *testing.T) {
 
 type fakeStats map[string]float64
 
-func (f fakeStats) DeviceUtilization(context.Context, string) (map[string]float64, error) { return f, nil }
+func (f fakeStats) DeviceUtilization(context.Context, string) (map[string]float64, error) {
+	return f, nil
+}
 
 // TestUsedBasis: utilization × Δt × devices, Δt from the start or the
 // previous sample and at most one period.
