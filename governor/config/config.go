@@ -67,6 +67,8 @@ type Config struct {
 	Admission Admission
 	// Ledger configures the usage, cost and audit ledger (ledger.go).
 	Ledger Ledger
+	// Idle configures idle and zombie reclamation (idle.go).
+	Idle Idle
 	// SubmitterTokens says whether jobs need their submitter's Vault or
 	// Consul token on this cluster (tokens.go): SubmitterTokensAuto
 	// (default), SubmitterTokensRequired or SubmitterTokensNone.
@@ -128,6 +130,7 @@ func Default() Config {
 		Limits:            defaultLimits(),
 		Auth:              defaultAuth(),
 		Ledger:            defaultLedger(),
+		Idle:              defaultIdle(),
 		SubmitterTokens:   SubmitterTokensAuto,
 	}
 }
@@ -173,6 +176,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateClasses()...)
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateLedger()...)
+	errs = append(errs, c.validateIdle()...)
 	errs = append(errs, c.validateTokens()...)
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,

@@ -32,6 +32,7 @@ type fileConfig struct {
 	AdmissionKeyFile  *string      `hcl:"admission_key_file"`
 	AdmissionKeyNS    *string      `hcl:"admission_key_namespace"`
 	Ledger            *fileLedger  `hcl:"ledger,block"`
+	Idle              *fileIdle    `hcl:"idle,block"`
 	SubmitterTokens   *string      `hcl:"submitter_tokens"`
 }
 
@@ -116,6 +117,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	}
 	errs = append(errs, c.applySecurity(f)...)
 	errs = append(errs, c.applyLedger(f.Ledger)...)
+	errs = append(errs, c.applyIdle(f.Idle)...)
 	errs = append(errs, c.applyAdmission(fileAdmission{KeyFile: f.AdmissionKeyFile, KeyNamespace: f.AdmissionKeyNS})...)
 	for _, fc := range f.Classes {
 		cl := Class{Priority: fc.Priority, Preemptible: true}
