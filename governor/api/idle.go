@@ -1,0 +1,73 @@
+package api
+
+import "time"
+
+// IdleAnswer is GET /allot/v1/idle: allocations on the idle ladder with
+// their evidence, zombie devices, and the idle policy of each namespace
+// the caller may read.
+type IdleAnswer struct {
+	Period     time.Duration   `json:"period"`
+	Watched    int             `json:"watched"`
+	Candidates []IdleCandidate `json:"candidates"`
+	// Zombies are listed for management tokens only (they name no tenant).
+	Zombies  []IdleZombie `json:"zombies"`
+	Policies []IdlePolicy `json:"policies"`
+}
+
+// IdleCandidate is an allocation seen idle, with the ladder step it is on.
+type IdleCandidate struct {
+	Namespace     string         `json:"namespace"`
+	JobID         string         `json:"job_id"`
+	AllocID       string         `json:"alloc_id"`
+	PriorityClass string         `json:"priority_class,omitempty"`
+	Production    bool           `json:"production,omitempty"`
+	Devices       int            `json:"devices"`
+	Class         string         `json:"class"`
+	Step          string         `json:"step"`
+	IdleSince     time.Time      `json:"idle_since"`
+	WarnedAt      time.Time      `json:"warned_at"`
+	DueAt         time.Time      `json:"due_at"`
+	Action        string         `json:"action"`
+	Exemption     *IdleExemption `json:"exemption,omitempty"`
+	// IdleDeviceSeconds is the device time observed idle.
+	IdleDeviceSeconds float64      `json:"idle_device_seconds"`
+	Samples           []IdleSample `json:"samples"`
+}
+
+// IdleSample is one period's telemetry of an allocation's devices.
+type IdleSample struct {
+	At        time.Time `json:"at"`
+	Known     bool      `json:"known"`
+	UtilPct   float64   `json:"util_pct"`
+	MemoryMiB int64     `json:"memory_mib"`
+	Processes int       `json:"processes"`
+}
+
+// IdleExemption keeps a job off the ladder until it expires.
+type IdleExemption struct {
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason"`
+}
+
+// IdleZombie is a device with memory or processes and no live allocation.
+type IdleZombie struct {
+	Node      string    `json:"node"`
+	DeviceID  string    `json:"device_id"`
+	Since     time.Time `json:"since"`
+	LastSeen  time.Time `json:"last_seen"`
+	MemoryMiB int64     `json:"memory_mib"`
+	Processes int       `json:"processes"`
+}
+
+// IdlePolicy is a namespace's effective idle policy.
+type IdlePolicy struct {
+	Namespace    string                   `json:"namespace"`
+	Window       time.Duration            `json:"window"`
+	ThresholdPct float64                  `json:"threshold_pct"`
+	MemoryMiB    int64                    `json:"memory_mib"`
+	Grace        time.Duration            `json:"grace"`
+	Action       string                   `json:"action"`
+	Exemptions   map[string]IdleExemption `json:"exemptions,omitempty"`
+	// Problems are allot.idle.* values refused (defaults kept).
+	Problems []string `json:"problems,omitempty"`
+}
