@@ -152,6 +152,17 @@ func TestServiceLadderAndZombie(t *testing.T) {
 	}
 	must.Len(t, 2, rc.zombies) // g2 and g3 (both still hold memory)
 	must.Eq(t, t0.Add(9*period), rc.zombies[0].Since)
+
+	// the answer is filtered by what the caller may read
+	other := s.Answer(func(ns string) bool { return ns == "other" }, false)
+	must.Len(t, 0, other.Candidates)
+	must.Len(t, 0, other.Zombies)
+	must.Len(t, 0, other.Policies)
+	ml := s.Answer(func(ns string) bool { return ns == "ml" }, false)
+	must.Len(t, 2, ml.Candidates) // exempt and prod: the idle job's allocation is gone
+	must.Len(t, 0, ml.Zombies)
+	must.Eq(t, "benchmark", ml.Policies[0].Exemptions["exempt"].Reason)
+	must.Len(t, 2, s.Answer(nil, true).Zombies)
 }
 
 func TestMissingStatsAreNeverIdle(t *testing.T) {

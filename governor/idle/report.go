@@ -1,0 +1,64 @@
+package idle
+
+import (
+	"sort"
+
+	gapi "github.com/allot-sh/allot/governor/api"
+)
+
+// Answer builds /allot/v1/idle for a caller: candidates and policies of
+// the namespaces it may read; zombies (which name nodes, not tenants) for
+// management tokens only.
+func (s *Service) Answer(canRead func(ns string) bool, management bool) gapi.IdleAnswer {
+	out := gapi.IdleAnswer{Period: s.o.Period, Candidates: []gapi.IdleCandidate{}, Zombies: []gapi.IdleZombie{},
+		Policies: []gapi.IdlePolicy{}}
+	tenants := s.Tenants()
+	for _, c := range s.o.Detector.Candidates() {
+		if management || canRead(c.Namespace) {
+			out.Candidates = append(out.Candidates, candidate(c, s.Tenant(c.Namespace).Policy.Action))
+		}
+	}
+	if management {
+		out.Watched = s.o.Detector.Watched()
+		for _, z := range s.o.Detector.ZombieList() {
+			out.Zombies = append(out.Zombies, gapi.IdleZombie{Node: z.Node, DeviceID: z.DeviceID, Since: z.Since,
+				LastSeen: z.LastSeen, MemoryMiB: z.MemoryMiB, Processes: z.Processes})
+		}
+	}
+	for ns, t := range tenants {
+		if management || canRead(ns) {
+			out.Policies = append(out.Policies, policy(t))
+		}
+	}
+	sort.Slice(out.Policies, func(i, j int) bool { return out.Policies[i].Namespace < out.Policies[j].Namespace })
+	return out
+}
+
+func candidate(c Candidate, a Action) gapi.IdleCandidate {
+	out := gapi.IdleCandidate{Namespace: c.Namespace, JobID: c.JobID, AllocID: c.AllocID, PriorityClass: c.Priority,
+		Production: c.Production, Devices: c.Devices, Class: c.Class, Step: string(c.Step), IdleSince: c.IdleSince,
+		WarnedAt: c.WarnedAt, DueAt: c.DueAt, Action: string(a), IdleDeviceSeconds: c.IdleDeviceSeconds,
+		Samples: make([]gapi.IdleSample, 0, len(c.Samples))}
+	if c.Production {
+		out.Action = string(ActionWarn)
+	}
+	if c.Exemption != nil {
+		out.Exemption = &gapi.IdleExemption{Until: c.Exemption.Until, Reason: c.Exemption.Reason}
+	}
+	for _, s := range c.Samples {
+		out.Samples = append(out.Samples, gapi.IdleSample(s))
+	}
+	return out
+}
+
+func policy(t Tenant) gapi.IdlePolicy {
+	p := gapi.IdlePolicy{Namespace: t.Namespace, Window: t.Policy.Window, ThresholdPct: t.Policy.ThresholdPct,
+		MemoryMiB: t.Policy.MemoryMiB, Grace: t.Policy.Grace, Action: string(t.Policy.Action), Problems: t.Problems}
+	if len(t.Exempt) > 0 {
+		p.Exemptions = map[string]gapi.IdleExemption{}
+		for job, e := range t.Exempt {
+			p.Exemptions[job] = gapi.IdleExemption(e)
+		}
+	}
+	return p
+}
