@@ -61,6 +61,8 @@ type Server struct {
 	Timeouts Timeouts
 	// Ledger answers /allot/v1/usage, cost, capacity and audit (nil: 404).
 	Ledger LedgerReports
+	// Idle answers /allot/v1/idle (nil: 404).
+	Idle IdleReports
 }
 
 // Handler returns the whole HTTP surface.
@@ -72,6 +74,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/allot/v1/jobs/", s.authed(s.why))
 	mux.HandleFunc("/allot/v1/classes", s.authed(s.classes))
 	mux.HandleFunc("/allot/v1/decisions", s.authed(s.decisions))
+	mux.HandleFunc("/allot/v1/idle", s.authed(s.idle))
 	for _, kind := range []string{ledger.ReportUsage, ledger.ReportCost, ledger.ReportCapacity, ledger.ReportAudit} {
 		mux.HandleFunc("/allot/v1/"+kind, s.authed(s.ledgerRoute(kind)))
 	}
