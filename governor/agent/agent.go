@@ -68,9 +68,11 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 		Engine: rec.Config, Now: time.Now, Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal,
 		RequireClientCert: cfg.Nomad.RequireClientCert(),
 		Timeouts:          server.Timeouts{Read: cfg.HTTP.ReadTimeout, Write: cfg.HTTP.WriteTimeout}}
-	if err := startLedger(ctx, cfg, client, store, rec, authn, m, srv, log); err != nil {
+	lg, err := startLedger(ctx, cfg, client, store, rec, authn, m, srv, log)
+	if err != nil {
 		return err
 	}
+	startIdle(ctx, cfg, client, store, act, lg, m, srv, log)
 
 	tc, err := listenerTLS(cfg.TLS)
 	if err != nil {

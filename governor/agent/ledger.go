@@ -17,20 +17,21 @@ import (
 
 // startLedger starts the ledger when it is configured: it records until
 // ctx ends, serves the server's ledger reports, and sees the namespace
-// writes that pass through the proxy.
+// writes that pass through the proxy. It returns the ledger (nil when not
+// configured).
 func startLedger(ctx context.Context, cfg config.Config, client *api.Client, store *cluster.Store,
-	rec *reconcile.Reconciler, authn *auth.Authenticator, m *metrics.Metrics, srv *server.Server, log hclog.Logger) error {
+	rec *reconcile.Reconciler, authn *auth.Authenticator, m *metrics.Metrics, srv *server.Server, log hclog.Logger) (*ledger.Service, error) {
 	if !cfg.Ledger.Enabled() {
 		log.Info("ledger not configured; usage, cost and audit are not recorded (config: ledger { path = \"...\" })")
-		return nil
+		return nil, nil
 	}
 	lg, err := ledger.Start(ctx, ledger.Options{Config: cfg.Ledger, Client: client, Store: store, Plans: rec,
 		Journal: &rec.Journal, Auth: authn, Registry: m.Registry, Log: log.Named("ledger")})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	srv.Ledger = lg.API
 	srv.Proxy = lg.Wrap(srv.Proxy)
 	log.Info("ledger running", "driver", cfg.Ledger.Driver)
-	return nil
+	return lg, nil
 }
