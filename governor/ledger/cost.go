@@ -131,10 +131,15 @@ func priceRows(rows []Usage, by []string, r Rates) []Cost {
 	out := make([]Cost, 0, len(keys))
 	for _, k := range keys {
 		c := m[k]
-		if c.Devices > 0 {
-			c.UsedCoverage /= c.Devices
-		} else {
+		switch {
+		case c.Devices <= 0:
 			c.UsedCoverage = 0
+		case c.UsedCoverage > c.Devices:
+			// A sample taken just after an allocation ended but before
+			// the ledger closed its segment covers a little past its end.
+			c.UsedCoverage = 1
+		default:
+			c.UsedCoverage /= c.Devices
 		}
 		out = append(out, *c)
 	}

@@ -38,8 +38,8 @@ func TestE2E_Ledger(t *testing.T) {
 		e.startPostgresGovernor(pg)
 	}
 	mgmt := e.c.ManagementToken()
-	// The short pool: five jobs of two L4s each for its two L4s, all long.
-	for i := 0; i < 5; i++ {
+	// The short pool: seven jobs of two L4s each for its two L4s, all long.
+	for i := 0; i < 7; i++ {
 		e.submitThrough(e.a, "team-b", fmt.Sprintf("infer%d", i), "infer", "L4", 2, 600, 0)
 	}
 	// Quota changes: through governor A (SQLite) and B (PostgreSQL) by
@@ -324,7 +324,7 @@ func checkTamper(t *testing.T, db *ledger.DB) {
 }
 
 // checkCapacityRanking: allotctl report capacity ranks the short pool
-// (five 2-L4 jobs for two L4s) first.
+// (seven 2-L4 jobs for two L4s) first.
 func (e *ledgerEnv) checkCapacityRanking(t *testing.T, mgmt string, since time.Time) {
 	code, stdout, errOut := e.allotctl(e.a, mgmt, "report", "capacity", "-json", "-since", since.UTC().Format(time.RFC3339))
 	must.Zero(t, code, must.Sprint(errOut))
