@@ -110,12 +110,12 @@ func (t fileTenant) desired() (Desired, error) {
 	return d, nil
 }
 
-// Replace returns meta with its allot.* keys replaced by allot; other
-// keys stay.
+// Replace returns meta with its quota allot.* keys replaced by allot;
+// other keys (allot.idle.* included) stay.
 func Replace(meta, allot map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range meta {
-		if !strings.HasPrefix(k, gq.MetaPrefix) {
+		if !gq.IsQuotaKey(k) {
 			out[k] = v
 		}
 	}

@@ -81,11 +81,11 @@ func Validate(ns string, meta map[string]string, classes map[string]bool) (gq.Te
 // FormatWeight renders a weight as the meta stores it.
 func FormatWeight(w float64) string { return strconv.FormatFloat(w, 'f', -1, 64) }
 
-// AllotKeys returns the allot.* part of meta.
+// AllotKeys returns the quota's allot.* part of meta (not allot.idle.*).
 func AllotKeys(meta map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range meta {
-		if strings.HasPrefix(k, gq.MetaPrefix) {
+		if gq.IsQuotaKey(k) {
 			out[k] = v
 		}
 	}

@@ -157,3 +157,12 @@ func TestVector(t *testing.T) {
 	must.True(t, ValidResource("huawei/npu/Ascend910B"))
 	must.False(t, ValidResource("a//b"))
 }
+
+func TestIdleKeysAreNotQuotaKeys(t *testing.T) {
+	meta := map[string]string{"allot.idle.window": "1h", "allot.idle.exempt.train": "until=2030-01-01T00:00:00Z;reason=x"}
+	must.False(t, Governed(meta))
+	meta["allot.quota.gpu"] = "2"
+	tn, err := Parse("ml", meta, map[string]bool{DefaultClassName: true})
+	must.NoError(t, err)
+	must.Eq(t, int64(2), tn.Quota["gpu"])
+}

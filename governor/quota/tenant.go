@@ -67,14 +67,24 @@ func (t *Tenant) LendCap(res string) int64 {
 	return t.Quota[res]
 }
 
+// PrefixIdle keys belong to the idle policy (governor/idle), not to the
+// quota: quota parsing, governance and quota files ignore them.
+const PrefixIdle = "allot.idle."
+
 // Governed reports whether a namespace's meta carries any allot.* key.
 func Governed(meta map[string]string) bool {
 	for k := range meta {
-		if strings.HasPrefix(k, MetaPrefix) {
+		if IsQuotaKey(k) {
 			return true
 		}
 	}
 	return false
+}
+
+// IsQuotaKey reports whether a namespace meta key is one of the quota's
+// allot.* keys (the idle policy's allot.idle.* keys are not).
+func IsQuotaKey(k string) bool {
+	return strings.HasPrefix(k, MetaPrefix) && !strings.HasPrefix(k, PrefixIdle)
 }
 
 // Parse builds the tenant of namespace ns from its meta. classes is the set
@@ -86,7 +96,7 @@ func Parse(ns string, meta map[string]string, classes map[string]bool) (Tenant, 
 	var errs []error
 	keys := make([]string, 0, len(meta))
 	for k := range meta {
-		if strings.HasPrefix(k, MetaPrefix) {
+		if IsQuotaKey(k) {
 			keys = append(keys, k)
 		}
 	}
