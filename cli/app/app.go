@@ -15,6 +15,7 @@ import (
 	"github.com/allot-sh/allot/cli/completion"
 	"github.com/allot-sh/allot/cli/decisions"
 	"github.com/allot-sh/allot/cli/dev"
+	"github.com/allot-sh/allot/cli/idle"
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
 	"github.com/allot-sh/allot/cli/job"
 	"github.com/allot-sh/allot/cli/queue"
@@ -46,6 +47,7 @@ func App(stdout, stderr io.Writer) *cli.App {
 			decisions.Command(),
 			report.Command(),
 			audit.Command(),
+			idle.Command(),
 			dev.Command(),
 			sim.Command(),
 			completion.Command(),

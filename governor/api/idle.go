@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // IdleAnswer is GET /allot/v1/idle: allocations on the idle ladder with
 // their evidence, zombie devices, and the idle policy of each namespace
@@ -70,4 +73,10 @@ type IdlePolicy struct {
 	Exemptions   map[string]IdleExemption `json:"exemptions,omitempty"`
 	// Problems are allot.idle.* values refused (defaults kept).
 	Problems []string `json:"problems,omitempty"`
+}
+
+// Idle reads the idle ladder (GET /allot/v1/idle).
+func (c *Client) Idle(ctx context.Context) (*IdleAnswer, error) {
+	var out IdleAnswer
+	return &out, c.get(ctx, "/allot/v1/idle", &out)
 }

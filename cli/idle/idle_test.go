@@ -1,0 +1,83 @@
+package idle_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/cli/app"
+	"github.com/allot-sh/allot/cli/idle"
+	gapi "github.com/allot-sh/allot/governor/api"
+)
+
+func fakeGovernor(t *testing.T, a gapi.IdleAnswer) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/allot/v1/idle", func(w http.ResponseWriter, r *http.Request) { _ = json.NewEncoder(w).Encode(a) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func run(args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := app.Run(context.Background(), append([]string{"allotctl"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestIdleCommand(t *testing.T) {
+	since := time.Now().Add(-time.Hour)
+	a := gapi.IdleAnswer{
+		Candidates: []gapi.IdleCandidate{
+			{Namespace: "ml", JobID: "train", AllocID: "0123456789", Devices: 2, Class: "idle-held", Step: "warned",
+				IdleSince: since, DueAt: time.Now().Add(10 * time.Minute), Action: "checkpoint",
+				Samples: []gapi.IdleSample{{Known: true, UtilPct: 1, MemoryMiB: 30000}, {}}},
+			{Namespace: "web", JobID: "nb", AllocID: "a", Devices: 1, Class: "idle", Step: "exempt", IdleSince: since,
+				Exemption: &gapi.IdleExemption{Until: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "demo"}},
+		},
+		Zombies:  []gapi.IdleZombie{{Node: "n1", DeviceID: "GPU-1", MemoryMiB: 900, Processes: 1, Since: since}},
+		Policies: []gapi.IdlePolicy{{Namespace: "ml", Problems: []string{`allot.idle.window="x": not a duration`}}},
+	}
+	addr := fakeGovernor(t, a)
+	code, out, errOut := run("idle", "-address", addr)
+	must.Zero(t, code, must.Sprint(errOut))
+	must.StrContains(t, out, "ml         train  01234567  idle-held  warned  1h0m0s")
+	must.StrContains(t, out, "checkpoint in ")
+	must.StrContains(t, out, "Last samples (util pct/MiB)")
+	must.StrContains(t, out, "1/30000 ?")
+	must.StrContains(t, out, "until 2030-01-01T00:00:00Z: demo")
+	must.StrContains(t, out, "GPU-1")
+	must.StrContains(t, errOut, "namespace ml: refused allot.idle.window")
+
+	code, out, _ = run("idle", "-address", addr, "-namespace", "web", "-json")
+	must.Zero(t, code)
+	var got gapi.IdleAnswer
+	must.NoError(t, json.Unmarshal([]byte(out), &got))
+	must.Len(t, 1, got.Candidates)
+	must.Eq(t, "nb", got.Candidates[0].JobID)
+}
+
+func TestExpiry(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	got, err := idle.Expiry("48h", now)
+	must.NoError(t, err)
+	must.Eq(t, now.Add(48*time.Hour), got)
+	got, err = idle.Expiry("2026-12-01T00:00:00Z", now)
+	must.NoError(t, err)
+	must.Eq(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), got)
+	for _, bad := range []string{"-1h", "soon", "2000-01-01T00:00:00Z", "10000h"} {
+		_, err := idle.Expiry(bad, now)
+		must.Error(t, err, must.Sprint(bad))
+	}
+}
+
+func TestExemptNeedsArguments(t *testing.T) {
+	code, _, errOut := run("idle", "exempt", "-until", "1h", "-reason", "x")
+	must.NotEq(t, 0, code)
+	must.StrContains(t, errOut, "want one job ID")
+}
