@@ -26,8 +26,16 @@ type Stock struct {
 }
 
 // Inventory counts the devices of every pool and model on nodes, with the
-// waiting demand per pool and model.
+// waiting demand per pool and model, as if none were in use.
 func Inventory(nodes []*api.NodeListStub, waiting map[PoolModel]int64) []Stock {
+	return InventoryInUse(nodes, waiting, nil)
+}
+
+// InventoryInUse is Inventory with the devices in use per node and model
+// (open segments): a device in use is allocated, never down, so a
+// draining node's running work stays Allocated (as Slurm counts it) and
+// only its free devices are Down.
+func InventoryInUse(nodes []*api.NodeListStub, waiting map[PoolModel]int64, inUse map[NodeModel]int64) []Stock {
 	m := map[PoolModel]*Stock{}
 	for _, n := range nodes {
 		if n.NodeResources == nil {
@@ -44,12 +52,16 @@ func Inventory(nodes []*api.NodeListStub, waiting map[PoolModel]int64) []Stock {
 				s = &Stock{PoolModel: k}
 				m[k] = s
 			}
-			for _, inst := range g.Instances {
-				s.Total++
-				if unusable || inst == nil || !inst.Healthy {
-					s.Down++
-				}
+			total, down := countDevices(g.Instances, unusable)
+			free := total - inUse[NodeModel{Node: n.ID, Model: k.Model}]
+			if down > free {
+				down = free
 			}
+			if down < 0 {
+				down = 0
+			}
+			s.Total += total
+			s.Down += down
 		}
 	}
 	for k, w := range waiting {
@@ -63,6 +75,42 @@ func Inventory(nodes []*api.NodeListStub, waiting map[PoolModel]int64) []Stock {
 	}
 	sort.Slice(out, func(i, j int) bool { return less(out[i].PoolModel, out[j].PoolModel) })
 	return out
+}
+
+// NodeModel names a node and a device model.
+type NodeModel struct {
+	Node  string
+	Model string
+}
+
+func countDevices(inst []*api.NodeDevice, unusable bool) (total, down int64) {
+	for _, d := range inst {
+		total++
+		if unusable || d == nil || !d.Healthy {
+			down++
+		}
+	}
+	return total, down
+}
+
+// InUse returns the devices of open segments per node and model.
+func (d *DB) InUse(ctx context.Context) (map[NodeModel]int64, error) {
+	rows, err := d.sql.QueryContext(ctx, `SELECT node_id, model, CAST(SUM(devices) AS BIGINT) FROM segments
+		WHERE open = 1 AND model <> '' GROUP BY node_id, model`)
+	if err != nil {
+		return nil, fmt.Errorf("reading devices in use: %w", err)
+	}
+	out := map[NodeModel]int64{}
+	err = scanAll(rows, func(sc func(...any) error) error {
+		var k NodeModel
+		var n int64
+		if err := sc(&k.Node, &k.Model, &n); err != nil {
+			return err
+		}
+		out[k] = n
+		return nil
+	})
+	return out, err
 }
 
 func less(a, b PoolModel) bool {

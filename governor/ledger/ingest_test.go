@@ -149,3 +149,15 @@ func TestUsedBasis(t *testing.T) {
 		must.Eq(t, int64(5_000), used)
 	})
 }
+
+func TestInUse(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		open := mkAlloc("a1", "ml", "j").task("t", 0, -1, false).devices("t", "H200", 2).index(1).build()
+		done := mkAlloc("a2", "ml", "j").task("t", 0, 5, false).devices("t", "H200", 1).status("complete", "run").index(2).build()
+		must.NoError(t, db.Ingest(ctx, segs(at(10), open, done), 2))
+		got, err := db.InUse(ctx)
+		must.NoError(t, err)
+		must.Eq(t, map[NodeModel]int64{{Node: "n1", Model: "nvidia/gpu/H200"}: 2}, got)
+	})
+}

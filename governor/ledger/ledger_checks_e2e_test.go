@@ -229,6 +229,9 @@ func checkCapacity(t *testing.T, db *ledger.DB) {
 		must.False(t, p.Overbooked, must.Sprintf("%s %s: allocated %.1f + down %.1f > capacity %.1f", p.Pool, p.Model, p.Allocated, p.Down, p.Capacity))
 		must.LessEq(t, 0.005, math.Abs(sum-want)/want, must.Sprintf("%s %s: %.1f + %.1f + %.1f vs %.1f",
 			p.Pool, p.Model, p.Allocated, p.Idle, p.Down, want))
+		if p.Pool == "train" {
+			must.Positive(t, p.Down, must.Sprint("train-2 was ineligible for a third of the run"))
+		}
 		t.Logf("%s %s over %.0f s: capacity %.1f, allocated %.1f, idle %.1f, down %.1f, waiting %.1f device-s",
 			p.Pool, p.Model, wall, want, p.Allocated, p.Idle, p.Down, p.Waiting)
 	}

@@ -87,6 +87,8 @@ type ledgerEnv struct {
 	jobs    []string // "ns/id"
 	kills   int
 	stopped int
+	// downNode is the node made ineligible while it is.
+	downNode string
 }
 
 func newLedgerEnv(t *testing.T) *ledgerEnv {
@@ -183,6 +185,17 @@ func (e *ledgerEnv) stopJob(key string) {
 	e.stopped++
 }
 
+// setEligible marks a client's node (in)eligible for scheduling.
+func (e *ledgerEnv) setEligible(client string, eligible bool) {
+	node := e.c.Node(e.c.Client(client))
+	_, err := e.c.API.Nodes().ToggleEligibility(node.ID, eligible, nil)
+	must.NoError(e.t, err)
+	e.downNode = node.ID
+	if eligible {
+		e.downNode = ""
+	}
+}
+
 // killOne kills a governor with SIGKILL and starts it again.
 func (e *ledgerEnv) killOne() {
 	g := e.a
@@ -208,7 +221,8 @@ func (e *ledgerEnv) allotctl(g *testcluster.Governor, token string, args ...stri
 // they do not fit, which is what lets the governor reclaim and preempt),
 // killing a governor every few seconds.
 func (e *ledgerEnv) workload(d time.Duration) {
-	end := time.Now().Add(d)
+	start, end := time.Now(), time.Now().Add(d)
+	drained := false
 	nextKill := time.Now().Add(time.Duration(2+e.rng.Intn(5)) * time.Second)
 	for i := 0; time.Now().Before(end); i++ {
 		ns := []string{"team-a", "team-b"}[e.rng.Intn(2)]
@@ -224,6 +238,12 @@ func (e *ledgerEnv) workload(d time.Duration) {
 		}
 		if i > 3 && e.rng.Intn(4) == 0 {
 			e.stopJob(e.jobs[len(e.jobs)-1-e.rng.Intn(4)])
+		}
+		// train-2 is ineligible for the middle third: its free devices
+		// are Down, its running work stays Allocated.
+		if since := time.Since(start); !drained && since > d/3 || drained && since > 2*d/3 && e.downNode != "" {
+			e.setEligible("train-2", drained)
+			drained = true
 		}
 		if time.Now().After(nextKill) {
 			e.killOne()

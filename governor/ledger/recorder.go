@@ -178,7 +178,12 @@ func (r *Recorder) tick(ctx context.Context) {
 	}
 	r.setPools(nodes)
 	waiting := r.waiting(ctx)
-	if err := r.DB.SampleCapacity(ctx, Inventory(nodes, waiting), now); err != nil {
+	inUse, err := r.DB.InUse(ctx)
+	if err != nil {
+		r.Log.Warn("ledger could not read devices in use", "error", err)
+		return
+	}
+	if err := r.DB.SampleCapacity(ctx, InventoryInUse(nodes, waiting, inUse), now); err != nil {
 		r.Log.Warn("ledger could not sample capacity", "error", err)
 	}
 }

@@ -81,14 +81,16 @@ func TestCapacitySplitAndRanking(t *testing.T) {
 		must.Eq(t, 100.0, big.Down)
 		must.Eq(t, 100.0, big.Idle)
 		must.True(t, math.Abs(big.Allocated+big.Idle+big.Down-big.Capacity) < 1e-9)
-		// A node drains: its devices count as down from then on.
+		// A node drains: its free devices count as down from then on, the
+		// one in use stays allocated.
 		nodes[0].Drain = true
-		must.NoError(t, db.SampleCapacity(ctx, Inventory(nodes, waiting), at(150)))
-		must.NoError(t, db.SampleCapacity(ctx, Inventory(nodes, waiting), at(200)))
+		inUse := map[NodeModel]int64{{Node: "n1", Model: "nvidia/gpu/H200"}: 1}
+		must.NoError(t, db.SampleCapacity(ctx, InventoryInUse(nodes, waiting, inUse), at(150)))
+		must.NoError(t, db.SampleCapacity(ctx, InventoryInUse(nodes, waiting, inUse), at(200)))
 		rows, err = db.Capacity(ctx, at(100), at(200))
 		must.NoError(t, err)
 		must.Eq(t, "big", rows[1].Pool)
-		must.Eq(t, 50.0+200.0, rows[1].Down) // 1 of 4 until 150, then 4 of 4
+		must.Eq(t, 50.0+150.0, rows[1].Down) // 1 of 4 until 150, then 3 of 4
 	})
 }
 
