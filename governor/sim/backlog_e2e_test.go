@@ -150,3 +150,72 @@ func rssMiB(b *testing.B, pid int) float64 {
 	}
 	return mib
 }
+
+// throughputJobs is how many jobs each side of BenchmarkE2E_ProxyThroughput
+// registers.
+const throughputJobs = 400
+
+// BenchmarkE2E_ProxyThroughput compares submissions through the governor's
+// proxy (governed namespace "team": authenticated, judged, admitted or
+// held) with the same registrations sent straight to Nomad (namespace
+// "plain", not governed), 8 at a time, into a node pool without nodes.
+// Reported: jobs/s each way and their ratio (proxy ÷ direct). Run with
+// -benchtime 1x.
+func BenchmarkE2E_ProxyThroughput(b *testing.B) {
+	inv, err := filepath.Abs("../../device-plugin/inventory/examples/dev-node.hcl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc := map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)}
+	c := testcluster.New(b, testcluster.Options{Plugins: []string{"nomad-device-accel"},
+		Clients: []testcluster.ClientSpec{{Name: "gpu-1", PluginConfig: pc}}})
+	if _, err := c.API.NodePools().Register(&api.NodePool{Name: "nowhere"}, nil); err != nil {
+		b.Fatal(err)
+	}
+	for _, ns := range []*api.Namespace{{Name: "team", Meta: map[string]string{"allot.quota.gpu": "8", "allot.limit.gpu": "16"}}, {Name: "plain"}} {
+		if _, err := c.API.Namespaces().Register(ns, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	g := c.StartGovernor()
+	proxy := proxyClient(b, g.Addr)
+	direct := proxyClient(b, c.Addr())
+	var ratio, viaProxy, viaNomad float64
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		fillNS(b, direct, "plain", fmt.Sprintf("d%d", i), throughputJobs)
+		viaNomad = throughputJobs / time.Since(start).Seconds()
+		start = time.Now()
+		fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), throughputJobs)
+		viaProxy = throughputJobs / time.Since(start).Seconds()
+		ratio = viaProxy / viaNomad
+	}
+	b.ReportMetric(viaNomad, "direct-jobs/s")
+	b.ReportMetric(viaProxy, "proxy-jobs/s")
+	b.ReportMetric(ratio, "proxy/direct")
+}
+
+// fillNS registers n jobs named prefix-i in namespace ns with 8 workers.
+func fillNS(b *testing.B, client *api.Client, ns, prefix string, n int) {
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				j := gpuJob(fmt.Sprintf("%s-%05d", prefix, i))
+				j.Namespace = &ns
+				if _, _, err := client.Jobs().Register(j, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
