@@ -5,7 +5,10 @@ package dev
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -121,6 +124,7 @@ func TestE2E_DevUp(t *testing.T) {
 	probe := runProbe(t, gov, client, filepath.Join(root, "jobspecs"))
 	t.Logf("dev task output:\n%s", probe)
 	checkProbe(t, probe)
+	waitForLedgerRow(t, govAddr, "ml-research")
 
 	cancel()
 	select {
@@ -149,3 +153,31 @@ func waitFor(t *testing.T, timeout time.Duration, check func() error) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// waitForLedgerRow polls the governor's usage report until the dev
+// ledger (SQLite in the dev data dir) holds a segment of tenant ns.
+func waitForLedgerRow(t *testing.T, govAddr, ns string) {
+	t.Helper()
+	waitFor(t, time.Minute, func() error {
+		resp, err := http.Get(govAddr + "/allot/v1/usage?by=tenant")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Rows []struct {
+				Key         map[string]string `json:"key"`
+				Allocations int64             `json:"allocations"`
+			} `json:"rows"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return fmt.Errorf("usage report (%s): %w", resp.Status, err)
+		}
+		for _, r := range out.Rows {
+			if r.Key["tenant"] == ns && r.Allocations > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no ledger row for %s yet: %+v", ns, out.Rows)
+	})
+}

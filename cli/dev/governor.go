@@ -48,7 +48,12 @@ func (e *Env) startGovernor(ctx context.Context, out io.Writer) error {
 	if err := e.createTenants(out); err != nil {
 		return err
 	}
+	cfg, err := e.writeGovernorConfig()
+	if err != nil {
+		return err
+	}
 	args := []string{
+		"-config", cfg,
 		"-nomad-addr", e.Agent.Config().HTTPAddr(),
 		"-listen", fmt.Sprintf("127.0.0.1:%d", e.GovernorPort),
 		"-log-level", "info",
@@ -64,6 +69,28 @@ func (e *Env) startGovernor(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "    governor ready on %s (log: %s)\n", e.GovernorAddr(), p.LogPath)
 	return nil
+}
+
+// devGovernorConfig turns the ledger on in the dev data dir, with demo
+// rates, so `allotctl report` and `allotctl audit` answer in the quickstart.
+const devGovernorConfig = `ledger {
+  path            = %q
+  currency        = "USD"
+  device_rates    = { "nvidia/gpu/H200" = 4.00, "huawei/npu/Ascend910B" = 2.50 }
+  cpu_ghz_hour    = 0.02
+  memory_gib_hour = 0.005
+}
+`
+
+// writeGovernorConfig writes the dev governor's config file and returns
+// its path.
+func (e *Env) writeGovernorConfig() (string, error) {
+	path := filepath.Join(e.Dir, "governor.hcl")
+	body := fmt.Sprintf(devGovernorConfig, filepath.Join(e.Dir, "ledger.db"))
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		return "", fmt.Errorf("writing the dev governor config: %w", err)
+	}
+	return path, nil
 }
 
 // createTenants registers the demo namespaces with their quota meta.
