@@ -80,5 +80,5 @@ func BenchmarkDetectionLatency(b *testing.B) {
 		}
 	}
 	mean := total / time.Duration(b.N)
-	b.ReportMetric((mean - p.Window).Seconds()/period.Seconds(), "periods-beyond-window")
+	b.ReportMetric((mean-p.Window).Seconds()/period.Seconds(), "periods-beyond-window")
 }
