@@ -17,8 +17,6 @@ type node struct {
 	// free counts the unallocated healthy instances per device group.
 	free   []int
 	allocs []*alloc
-	// freedAt is the placement epoch in which capacity last came free.
-	freedAt int
 }
 
 // alloc is one placed allocation.
