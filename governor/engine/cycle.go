@@ -102,6 +102,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 // holds of direct jobs over a limit, and the tenants' shares.
 func (cy *cycle) prepare(jobs []*Job) {
 	cy.gangTimeouts(jobs)
+	cy.enforceRuntime(jobs)
 	cy.holdDirectSystem(jobs)
 	cy.reserveRunning(jobs)
 	cy.holdDirectOverLimit(jobs)

@@ -87,7 +87,7 @@ type Victim struct {
 // Check is one admission check of a job with its numbers. Text renders
 // it for people.
 type Check struct {
-	// Name is class, type, backoff, limit, quota, fit or order.
+	// Name is class, type, backoff, limit, quota, fit, order or runtime.
 	Name string
 	OK   bool
 	// Permanent marks a failing check that no change of usage or free
