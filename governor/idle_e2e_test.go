@@ -280,6 +280,14 @@ func TestE2E_Idle(t *testing.T) {
 		must.Zero(t, n, must.Sprint(id))
 	}
 	must.StrContains(t, pe.metric(`allot_idle_events_total{class="idle-held",event="reclaim",namespace="ml"}`), " 5")
+	ia, err := e.gov.Idle(context.Background())
+	must.NoError(t, err)
+	must.Len(t, 1, ia.Totals)
+	tot := ia.Totals[0]
+	must.Eq(t, [3]int{8, 5, 5}, [3]int{tot.Warnings, tot.Reclaims, tot.ReleasedDevices}, must.Sprintf("%+v", tot))
+	must.Positive(t, tot.ReclaimedGPUHours)
+	must.Less(t, tot.IdleGPUHours, tot.ReclaimedGPUHours, must.Sprint("the 3 withdrawn warnings add idle hours that were not reclaimed"))
+	t.Logf("ledger totals: %+v", tot)
 
 	// zombie: j00 stops, its device keeps memory and a process
 	zdev := dev(first["j00"])

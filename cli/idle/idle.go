@@ -55,7 +55,7 @@ func Filter(a *gapi.IdleAnswer, ns string) *gapi.IdleAnswer {
 		return a
 	}
 	out := *a
-	out.Candidates, out.Policies = []gapi.IdleCandidate{}, []gapi.IdlePolicy{}
+	out.Candidates, out.Policies, out.Totals = []gapi.IdleCandidate{}, []gapi.IdlePolicy{}, nil
 	for _, c := range a.Candidates {
 		if c.Namespace == ns {
 			out.Candidates = append(out.Candidates, c)
@@ -64,6 +64,11 @@ func Filter(a *gapi.IdleAnswer, ns string) *gapi.IdleAnswer {
 	for _, p := range a.Policies {
 		if p.Namespace == ns {
 			out.Policies = append(out.Policies, p)
+		}
+	}
+	for _, t := range a.Totals {
+		if t.Namespace == ns {
+			out.Totals = append(out.Totals, t)
 		}
 	}
 	return &out
@@ -92,6 +97,17 @@ func Write(c *cli.Context, a *gapi.IdleAnswer, now time.Time) error {
 			rows = append(rows, []string{z.Node, z.DeviceID, fmt.Sprint(z.MemoryMiB), fmt.Sprint(z.Processes), since(z.Since, now)})
 		}
 		if err := cmdutil.Table(w, []string{"Node", "Device", "Memory MiB", "Processes", "For"}, rows); err != nil {
+			return err
+		}
+	}
+	if len(a.Totals) > 0 {
+		fmt.Fprintln(w, "\nLedger totals:")
+		rows := make([][]string, 0, len(a.Totals))
+		for _, t := range a.Totals {
+			rows = append(rows, []string{t.Namespace, fmt.Sprint(t.Warnings), fmt.Sprint(t.Reclaims), fmt.Sprint(t.ReleasedDevices),
+				fmt.Sprintf("%.3f", t.IdleGPUHours), fmt.Sprintf("%.3f", t.ReclaimedGPUHours)})
+		}
+		if err := cmdutil.Table(w, []string{"Namespace", "Warnings", "Reclaims", "Released devices", "Idle GPU-h", "Reclaimed GPU-h"}, rows); err != nil {
 			return err
 		}
 	}

@@ -42,6 +42,7 @@ func TestIdleCommand(t *testing.T) {
 		},
 		Zombies:  []gapi.IdleZombie{{Node: "n1", DeviceID: "GPU-1", MemoryMiB: 900, Processes: 1, Since: since}},
 		Policies: []gapi.IdlePolicy{{Namespace: "ml", Problems: []string{`allot.idle.window="x": not a duration`}}},
+		Totals:   []gapi.IdleTotals{{Namespace: "ml", Warnings: 2, Reclaims: 1, ReleasedDevices: 2, IdleGPUHours: 2.5, ReclaimedGPUHours: 2}},
 	}
 	addr := fakeGovernor(t, a)
 	code, out, errOut := run("idle", "-address", addr)
@@ -52,6 +53,7 @@ func TestIdleCommand(t *testing.T) {
 	must.StrContains(t, out, "1/30000 ?")
 	must.StrContains(t, out, "until 2030-01-01T00:00:00Z: demo")
 	must.StrContains(t, out, "GPU-1")
+	must.StrContains(t, out, "ml         2         1         2                 2.500       2.000")
 	must.StrContains(t, errOut, "namespace ml: refused allot.idle.window")
 
 	code, out, _ = run("idle", "-address", addr, "-namespace", "web", "-json")

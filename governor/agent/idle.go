@@ -44,7 +44,7 @@ func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store
 			return ""
 		}}
 	if lg != nil {
-		o.Recorder = idle.LedgerRecorder{DB: lg.DB}
+		o.Recorder, o.Ledger = idle.LedgerRecorder{DB: lg.DB}, lg.DB
 	}
 	s := idle.NewService(o)
 	srv.Idle = s

@@ -15,6 +15,21 @@ type IdleAnswer struct {
 	// Zombies are listed for management tokens only (they name no tenant).
 	Zombies  []IdleZombie `json:"zombies"`
 	Policies []IdlePolicy `json:"policies"`
+	// Totals are the ledger's per-namespace figures (absent without a
+	// ledger).
+	Totals []IdleTotals `json:"totals,omitempty"`
+}
+
+// IdleTotals is one namespace's idle figures from the ledger.
+type IdleTotals struct {
+	Namespace string `json:"namespace"`
+	Warnings  int    `json:"warnings"`
+	Reclaims  int    `json:"reclaims"`
+	// IdleGPUHours: device-hours observed idle in warned allocations.
+	IdleGPUHours float64 `json:"idle_gpu_hours"`
+	// ReclaimedGPUHours: the idle device-hours of reclaimed allocations.
+	ReclaimedGPUHours float64 `json:"reclaimed_gpu_hours"`
+	ReleasedDevices   int     `json:"released_devices"`
 }
 
 // IdleCandidate is an allocation seen idle, with the ladder step it is on.

@@ -1,9 +1,12 @@
 package idle
 
 import (
+	"context"
 	"sort"
+	"time"
 
 	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/ledger"
 )
 
 // Answer builds /allot/v1/idle for a caller: candidates and policies of
@@ -31,6 +34,37 @@ func (s *Service) Answer(canRead func(ns string) bool, management bool) gapi.Idl
 		}
 	}
 	sort.Slice(out.Policies, func(i, j int) bool { return out.Policies[i].Namespace < out.Policies[j].Namespace })
+	out.Totals = s.totals(canRead, management, tenants)
+	return out
+}
+
+// totals reads the ledger's per-namespace figures for the caller's
+// namespaces; a ledger error leaves them out (logged).
+func (s *Service) totals(canRead func(string) bool, management bool, tenants map[string]Tenant) []gapi.IdleTotals {
+	if s.o.Ledger == nil {
+		return nil
+	}
+	q := ledger.AuditQuery{}
+	if !management {
+		q.Namespaces = []string{}
+		for ns := range tenants {
+			if canRead(ns) {
+				q.Namespaces = append(q.Namespaces, ns)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ts, err := LedgerTotals(ctx, s.o.Ledger, q)
+	if err != nil {
+		s.o.Log.Warn("reading idle totals from the ledger failed", "error", err)
+		return nil
+	}
+	out := []gapi.IdleTotals{}
+	for _, t := range ts {
+		out = append(out, gapi.IdleTotals(*t))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
 	return out
 }
 

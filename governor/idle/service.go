@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/allot-sh/allot/governor/ledger"
 )
 
 // Reclaimer carries out a reclaim: a checkpoint-aware stop and requeue
@@ -35,8 +37,10 @@ type Options struct {
 	Detector   *Detector
 	Reclaimer  Reclaimer // nil: warn only
 	Recorder   Recorder  // nil: not recorded
-	Metrics    *Metrics  // nil: none
-	Defaults   Policy
+	// Ledger, when set, supplies the per-namespace totals of the answer.
+	Ledger   *ledger.DB
+	Metrics  *Metrics // nil: none
+	Defaults Policy
 	// WarnOnly are the priority classes never stopped (production).
 	WarnOnly map[string]bool
 	// ClassOf returns a job's priority class (nil: none known).
