@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	if err != nil {
 		return err
 	}
-	startIdle(ctx, cfg, client, store, act, lg, m, srv, log)
+	startIdle(ctx, cfg, client, store, act, governed, lg, m, srv, log)
 
 	tc, err := listenerTLS(cfg.TLS)
 	if err != nil {

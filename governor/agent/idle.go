@@ -21,7 +21,7 @@ import (
 // actuator's requeue path, records in the ledger (when there is one) and
 // serves /allot/v1/idle.
 func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store *cluster.Store, act *actuate.Actuator,
-	lg *ledger.Service, m *metrics.Metrics, srv *server.Server, log hclog.Logger) {
+	governed func(ns string) bool, lg *ledger.Service, m *metrics.Metrics, srv *server.Server, log hclog.Logger) {
 	ic := cfg.Idle
 	if !ic.Enabled {
 		log.Info("idle detection not configured (config: idle { ... })")
@@ -36,7 +36,7 @@ func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store
 		Reclaimer: idle.ActuatorReclaimer{Jobs: client.Jobs(), Applier: act},
 		Defaults: idle.Policy{Window: ic.Window, ThresholdPct: ic.ThresholdPct, MemoryMiB: ic.MemoryMiB, Grace: ic.Grace,
 			Action: idle.Action(ic.Action)},
-		WarnOnly: warnOnly, ZombieMemoryMiB: ic.ZombieMemoryMiB, Period: ic.Period, Now: time.Now, Log: log.Named("idle"),
+		WarnOnly: warnOnly, Governed: governed, ZombieMemoryMiB: ic.ZombieMemoryMiB, Period: ic.Period, Now: time.Now, Log: log.Named("idle"),
 		ClassOf: func(ns, id string) string {
 			if j, ok := store.Job(ns, id); ok {
 				return j.Class

@@ -52,8 +52,14 @@ type Watch struct {
 	// warned, never stopped.
 	Priority   string `json:"priority_class,omitempty"`
 	Production bool   `json:"production,omitempty"`
-	Devices    int    `json:"devices"`
+	// Ungoverned: the namespace is not governed, so a requeue would never
+	// be admitted again; such allocations are only warned.
+	Ungoverned bool `json:"ungoverned,omitempty"`
+	Devices    int  `json:"devices"`
 }
+
+// WarnOnly reports whether the allocation may only be warned.
+func (w Watch) WarnOnly() bool { return w.Production || w.Ungoverned }
 
 // Candidate is an allocation on the ladder with its evidence.
 type Candidate struct {
@@ -173,7 +179,7 @@ func (t *tracker) climb(now time.Time, p Policy) Transition {
 		if t.gap {
 			t.c.DueAt = now.Add(p.Grace)
 		}
-		if !now.Before(t.c.DueAt) && p.Action != ActionWarn && !t.c.Production {
+		if !now.Before(t.c.DueAt) && p.Action != ActionWarn && !t.c.WarnOnly() {
 			t.c.Step = StepReclaim
 			return Reclaim
 		}

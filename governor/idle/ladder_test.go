@@ -40,6 +40,7 @@ func TestLadder(t *testing.T) {
 		policy     func(*Policy)
 		exempt     *Exemption
 		production bool
+		ungoverned bool
 		// want: transitions by sample index
 		want  map[int]Transition
 		class string
@@ -53,6 +54,7 @@ func TestLadder(t *testing.T) {
 		"gap after warning restarts grace": {script: "IIIIII_IIIII", want: map[int]Transition{5: Warn, 10: Reclaim, 11: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
 		"warn-only action":                 {script: "IIIIIIIIIIII", policy: func(p *Policy) { p.Action = ActionWarn }, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
 		"production only warned":           {script: "IIIIIIIIIIII", production: true, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"ungoverned only warned":           {script: "IIIIIIIIIIII", ungoverned: true, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
 		"exempt":                           {script: "IIIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, want: map[int]Transition{}, step: StepExempt, class: ClassIdleHeld},
 		"expired exemption":                {script: "IIIIIIII", exempt: &Exemption{Until: t0.Add(2 * period), Reason: "demo"}, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
 	}
@@ -62,7 +64,7 @@ func TestLadder(t *testing.T) {
 			if tc.policy != nil {
 				tc.policy(&p)
 			}
-			tr := &tracker{c: Candidate{Watch: Watch{AllocID: "a", Devices: 2, Production: tc.production}, Step: StepObserve}}
+			tr := &tracker{c: Candidate{Watch: Watch{AllocID: "a", Devices: 2, Production: tc.production, Ungoverned: tc.ungoverned}, Step: StepObserve}}
 			got := map[int]Transition{}
 			for n, s := range series(tc.script) {
 				if k := tr.observe(s, p, tc.exempt); k != None {

@@ -73,7 +73,7 @@ func candidate(c Candidate, a Action) gapi.IdleCandidate {
 		Production: c.Production, Devices: c.Devices, Class: c.Class, Step: string(c.Step), IdleSince: c.IdleSince,
 		WarnedAt: c.WarnedAt, DueAt: c.DueAt, Action: string(a), IdleDeviceSeconds: c.IdleDeviceSeconds,
 		Samples: make([]gapi.IdleSample, 0, len(c.Samples))}
-	if c.Production {
+	if c.WarnOnly() {
 		out.Action = string(ActionWarn)
 	}
 	if c.Exemption != nil {

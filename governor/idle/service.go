@@ -45,6 +45,9 @@ type Options struct {
 	WarnOnly map[string]bool
 	// ClassOf returns a job's priority class (nil: none known).
 	ClassOf func(ns, jobID string) string
+	// Governed reports whether the governor governs a namespace (nil: all).
+	// Jobs elsewhere are only warned: a requeue would never be re-admitted.
+	Governed func(ns string) bool
 	// ZombieMemoryMiB is the memory a device may hold with no allocation.
 	ZombieMemoryMiB int64
 	Period          time.Duration
@@ -172,6 +175,7 @@ func (s *Service) observe(ctx context.Context, now time.Time, hs []held) []Obser
 			w.Priority = s.o.ClassOf(w.Namespace, w.JobID)
 			w.Production = s.o.WarnOnly[w.Priority]
 		}
+		w.Ungoverned = s.o.Governed != nil && !s.o.Governed(w.Namespace)
 		obs[i].Watch = w
 		wg.Add(1)
 		sem <- struct{}{}
