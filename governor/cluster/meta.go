@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -51,6 +53,21 @@ func applyRecord(out *engine.Job, j *api.Job, rec jobmeta.Record) {
 	out.Requeues = rec.Requeues
 	out.PreemptedBy = strings.Join(rec.PreemptedBy, " ")
 	out.NoGang = strings.EqualFold(strings.TrimSpace(j.Meta[jobmeta.Gang]), "false")
+	out.MaxRuntime, out.MaxRuntimeErr = maxRuntime(j.Meta[jobmeta.MaxRuntime])
+}
+
+// maxRuntime reads allot.max-runtime ("4h", "90m"): zero when unset; a
+// value that is not a positive duration is reported, never guessed.
+func maxRuntime(v string) (time.Duration, string) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, ""
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Sprintf("%q is not a positive duration (e.g. \"4h\", \"90m\")", v)
+	}
+	return d, ""
 }
 
 // RecordOf is the verified governor record the store's job j was

@@ -132,6 +132,10 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 	if !class.OK {
 		return []Check{class}, class.Name + ": " + class.Text(), false
 	}
+	if j.MaxRuntimeErr != "" {
+		c := runtimeMalformed(j)
+		return []Check{class, c}, c.Name + ": " + c.Detail, false
+	}
 	// The other checks do not depend on the class: jobs of one tenant and
 	// shape share their outcome whatever their class. One allocation for
 	// the memo key; the shape key is its tail.
@@ -177,6 +181,9 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	}
 	if j.System && !cy.cfg.GovernSystemJobs {
 		return []Check{class, systemRefused()}
+	}
+	if j.MaxRuntimeErr != "" {
+		return []Check{class, runtimeMalformed(j)}
 	}
 	base := requestVector(j, missing)
 	checks := make([]Check, 3, 4) // room for the fit or order check
@@ -321,4 +328,10 @@ func borrows(checks []Check) bool {
 		}
 	}
 	return false
+}
+
+// runtimeMalformed is the failing check of a job whose allot.max-runtime
+// could not be read.
+func runtimeMalformed(j *Job) Check {
+	return Check{Name: "runtime", Permanent: true, Detail: "allot.max-runtime " + j.MaxRuntimeErr + "; fix it and submit the job again"}
 }

@@ -42,3 +42,16 @@ func TestMaxRuntimeStops(t *testing.T) {
 	must.Eq(t, Stopped, p.Verdicts["t/over"].State)
 	must.Eq(t, Admitted, p.Verdicts["t/queued"].State, must.Sprint("the queued job is admitted: its limit counts once it runs"))
 }
+
+// TestMaxRuntimeMalformedHolds: a queued job whose allot.max-runtime
+// could not be read stays queued with that reason and blocks no one.
+func TestMaxRuntimeMalformedHolds(t *testing.T) {
+	bad := mkJob("t", "bad").Device(h200, 1).Build()
+	bad.MaxRuntimeErr = `"soon" is not a positive duration`
+	good := mkJob("t", "good").QueuedAt(t0.Add(time.Second)).Device(h200, 1).Build()
+	p := Decide(testConfig(), snap([]*Tenant{mkTenant("t").Build()}, []*Node{mkNode("n1").Devices(h200, 1).Build()}, nil, bad, good))
+	v := p.Verdicts["t/bad"]
+	must.Eq(t, Queued, v.State)
+	must.StrContains(t, v.Reason, `runtime: allot.max-runtime "soon" is not a positive duration`)
+	must.Eq(t, Admitted, p.Verdicts["t/good"].State)
+}

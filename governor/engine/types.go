@@ -85,6 +85,9 @@ type Job struct {
 	// MaxRuntime is allot.max-runtime: the longest the job may run once
 	// started (zero: none set). Reservations count on it.
 	MaxRuntime time.Duration
+	// MaxRuntimeErr says why allot.max-runtime could not be read ("":
+	// it could, or is not set): such a job is held with that reason.
+	MaxRuntimeErr string
 	// Estimate is a learned run time for a job without MaxRuntime (from
 	// finished jobs of its tenant and name); zero when unknown.
 	Estimate    time.Duration
