@@ -35,7 +35,7 @@ func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store
 	o := idle.Options{Source: src, Namespaces: src, Metrics: idle.NewMetrics(m.Registry),
 		Reclaimer: idle.ActuatorReclaimer{Jobs: client.Jobs(), Applier: act},
 		Defaults: idle.Policy{Window: ic.Window, ThresholdPct: ic.ThresholdPct, MemoryMiB: ic.MemoryMiB, Grace: ic.Grace,
-			Action: idle.Action(ic.Action)},
+			Action: idle.Action(ic.Action), UnclaimedTTL: ic.UnclaimedTTL},
 		WarnOnly: warnOnly, Governed: governed, ZombieMemoryMiB: ic.ZombieMemoryMiB, Period: ic.Period, Now: time.Now, Log: log.Named("idle"),
 		ClassOf: func(ns, id string) string {
 			if j, ok := store.Job(ns, id); ok {

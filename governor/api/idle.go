@@ -79,12 +79,15 @@ type IdleZombie struct {
 
 // IdlePolicy is a namespace's effective idle policy.
 type IdlePolicy struct {
-	Namespace    string                   `json:"namespace"`
-	Window       time.Duration            `json:"window"`
-	ThresholdPct float64                  `json:"threshold_pct"`
-	MemoryMiB    int64                    `json:"memory_mib"`
-	Grace        time.Duration            `json:"grace"`
-	Action       string                   `json:"action"`
+	Namespace    string        `json:"namespace"`
+	Window       time.Duration `json:"window"`
+	ThresholdPct float64       `json:"threshold_pct"`
+	MemoryMiB    int64         `json:"memory_mib"`
+	Grace        time.Duration `json:"grace"`
+	Action       string        `json:"action"`
+	// UnclaimedTTL: service jobs running this long after their last
+	// submission are unclaimed (0: off).
+	UnclaimedTTL time.Duration            `json:"unclaimed_ttl,omitempty"`
 	Exemptions   map[string]IdleExemption `json:"exemptions,omitempty"`
 	// Problems are allot.idle.* values refused (defaults kept).
 	Problems []string `json:"problems,omitempty"`

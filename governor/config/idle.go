@@ -19,6 +19,9 @@ type Idle struct {
 	MemoryMiB    int64
 	Grace        time.Duration
 	Action       string
+	// UnclaimedTTL: a service job running this long after its last
+	// submission is unclaimed (0: off).
+	UnclaimedTTL time.Duration
 	// WarnOnlyClasses are priority classes never stopped (production).
 	WarnOnlyClasses []string
 	// ZombieMemoryMiB is the memory a device may hold with no allocation
@@ -34,6 +37,7 @@ type fileIdle struct {
 	MemoryMiB       *int64   `hcl:"memory_mib"`
 	Grace           *string  `hcl:"grace"`
 	Action          *string  `hcl:"action"`
+	UnclaimedTTL    *string  `hcl:"unclaimed_ttl"`
 	WarnOnlyClasses []string `hcl:"warn_only_classes,optional"`
 	ZombieMemoryMiB *int64   `hcl:"zombie_memory_mib"`
 }
@@ -69,7 +73,8 @@ func (c *Config) applyIdle(f *fileIdle) []error {
 	for name, p := range map[string]struct {
 		dst *time.Duration
 		src *string
-	}{"period": {&d.Period, f.Period}, "window": {&d.Window, f.Window}, "grace": {&d.Grace, f.Grace}} {
+	}{"period": {&d.Period, f.Period}, "window": {&d.Window, f.Window}, "grace": {&d.Grace, f.Grace},
+		"unclaimed_ttl": {&d.UnclaimedTTL, f.UnclaimedTTL}} {
 		if err := setDuration(p.dst, p.src); err != nil {
 			errs = append(errs, fmt.Errorf("idle %s: %w", name, err))
 		}
@@ -80,8 +85,9 @@ func (c *Config) applyIdle(f *fileIdle) []error {
 func (c *Config) validateIdle() []error {
 	d := c.Idle
 	var errs []error
-	if d.Period <= 0 || d.Window <= 0 || d.Grace < 0 {
-		errs = append(errs, fmt.Errorf("idle: period (%s) and window (%s) must be positive, grace (%s) not negative", d.Period, d.Window, d.Grace))
+	if d.Period <= 0 || d.Window <= 0 || d.Grace < 0 || d.UnclaimedTTL < 0 {
+		errs = append(errs, fmt.Errorf("idle: period (%s) and window (%s) must be positive, grace (%s) and unclaimed_ttl (%s) not negative",
+			d.Period, d.Window, d.Grace, d.UnclaimedTTL))
 	}
 	if d.ThresholdPct < 0 || d.ThresholdPct > 100 {
 		errs = append(errs, fmt.Errorf("idle threshold %v: must be within 0..100", d.ThresholdPct))

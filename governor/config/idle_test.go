@@ -16,6 +16,7 @@ idle {
   grace     = "6s"
   threshold = 3
   action    = "warn"
+  unclaimed_ttl = "72h"
   warn_only_classes = ["prod"]
 }`)
 	c, err := Load([]string{"-config", p}, noEnv, io.Discard)
@@ -26,6 +27,7 @@ idle {
 	must.Eq(t, 6*time.Second, c.Idle.Grace)
 	must.Eq(t, 3.0, c.Idle.ThresholdPct)
 	must.Eq(t, "warn", c.Idle.Action)
+	must.Eq(t, 72*time.Hour, c.Idle.UnclaimedTTL)
 	must.Eq(t, []string{"prod"}, c.Idle.WarnOnlyClasses)
 	must.Eq(t, int64(1024), c.Idle.MemoryMiB)
 

@@ -18,6 +18,9 @@ const (
 	ClassIdle = "idle"
 	// ClassZombie: device memory or processes with no live allocation.
 	ClassZombie = "zombie"
+	// ClassUnclaimed: a service job (notebook, server) running past the
+	// policy's TTL since its owner last submitted it, whatever its use.
+	ClassUnclaimed = "unclaimed"
 )
 
 // Step is where an allocation stands on the ladder.
@@ -56,6 +59,16 @@ type Watch struct {
 	// be admitted again; such allocations are only warned.
 	Ungoverned bool `json:"ungoverned,omitempty"`
 	Devices    int  `json:"devices"`
+	// Service: the job is a service (the unclaimed class applies).
+	Service bool `json:"service,omitempty"`
+	// LastOwnerAction is when the job's current version was submitted.
+	LastOwnerAction time.Time `json:"last_owner_action,omitempty"`
+}
+
+// unclaimed reports whether the allocation is past its tenant's TTL with
+// no owner action.
+func (w Watch) unclaimed(p Policy, at time.Time) bool {
+	return p.UnclaimedTTL > 0 && w.Service && !w.LastOwnerAction.IsZero() && at.Sub(w.LastOwnerAction) >= p.UnclaimedTTL
 }
 
 // WarnOnly reports whether the allocation may only be warned.
@@ -113,6 +126,12 @@ func (t *tracker) observe(s Sample, p Policy, ex *Exemption) Transition {
 	if t.c.Step == StepReclaimed {
 		return None
 	}
+	if t.c.unclaimed(p, s.At) {
+		return t.unclaimedStep(s, p, ex)
+	}
+	if t.c.Class == ClassUnclaimed {
+		return t.busy() // the owner acted: start over
+	}
 	if !s.Known {
 		return t.unknown()
 	}
@@ -128,6 +147,21 @@ func (t *tracker) observe(s Sample, p Policy, ex *Exemption) Transition {
 	}
 	t.c.Exemption = nil
 	return t.climb(s.At, p)
+}
+
+// unclaimed climbs the ladder from the moment the TTL ran out, whatever
+// the telemetry says: no window, only the grace.
+func (t *tracker) unclaimedStep(s Sample, p Policy, ex *Exemption) Transition {
+	t.c.Class, t.c.IdleSince, t.gap, t.lastIdleAt = ClassUnclaimed, t.c.LastOwnerAction.Add(p.UnclaimedTTL), false, time.Time{}
+	if ex.Active(s.At) {
+		e := *ex
+		t.c.Exemption, t.c.Step = &e, StepExempt
+		return None
+	}
+	t.c.Exemption = nil
+	q := p
+	q.Window = 0
+	return t.climb(s.At, q)
 }
 
 // unknown: a gap in telemetry. Before a warning it restarts the idle run

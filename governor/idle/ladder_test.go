@@ -130,3 +130,39 @@ func TestZombies(t *testing.T) {
 	tick(4, DeviceSample{DeviceID: "gpu-1"})
 	must.Len(t, 0, d.ZombieList())
 }
+
+func TestUnclaimed(t *testing.T) {
+	p := testPolicy()
+	p.UnclaimedTTL = 4 * period
+	cases := map[string]struct {
+		service bool
+		ownerAt int // sample index at which the owner resubmits (-1: never)
+		exempt  *Exemption
+		want    map[int]Transition
+		step    Step
+		class   string
+	}{
+		// busy all along: unclaimed at sample 4 (TTL from t0), reclaimed after the grace
+		"busy service past its TTL": {service: true, ownerAt: -1, want: map[int]Transition{4: Warn, 7: Reclaim, 8: Reclaim, 9: Reclaim}, step: StepReclaim, class: ClassUnclaimed},
+		"batch job never unclaimed": {ownerAt: -1, want: map[int]Transition{}, step: StepObserve},
+		"owner resubmits in grace":  {service: true, ownerAt: 6, want: map[int]Transition{4: Warn, 6: Cancel}, step: StepObserve},
+		"exempt":                    {service: true, ownerAt: -1, exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "x"}, want: map[int]Transition{}, step: StepExempt, class: ClassUnclaimed},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tr := &tracker{c: Candidate{Watch: Watch{AllocID: "a", Devices: 1, Service: tc.service, LastOwnerAction: t0}, Step: StepObserve}}
+			got := map[int]Transition{}
+			for n, s := range series("BBBBBBBBBB") {
+				if n == tc.ownerAt {
+					tr.c.LastOwnerAction = s.At
+				}
+				if k := tr.observe(s, p, tc.exempt); k != None {
+					got[n] = k
+				}
+			}
+			must.Eq(t, tc.want, got)
+			must.Eq(t, tc.step, tr.c.Step)
+			must.Eq(t, tc.class, tr.c.Class)
+		})
+	}
+}

@@ -24,6 +24,7 @@ type Source interface {
 	AllocDeviceStats(ctx context.Context, allocID string) ([]*api.DeviceGroupStats, error)
 	NodeDeviceStats(ctx context.Context, nodeID string) ([]*api.DeviceGroupStats, error)
 	DeviceNodes(ctx context.Context) ([]string, error)
+	Jobs(ctx context.Context) ([]*api.JobListStub, error)
 }
 
 // NomadSource implements Source with the governor's Nomad client.
@@ -75,6 +76,16 @@ func (n NomadSource) DeviceNodes(ctx context.Context) ([]string, error) {
 		if nd != nil && nd.Status == api.NodeStatusReady && nd.NodeResources != nil && len(nd.NodeResources.Devices) > 0 {
 			out = append(out, nd.ID)
 		}
+	}
+	return out, nil
+}
+
+// Jobs lists every job (type and the submit time of its current version,
+// for the unclaimed class).
+func (n NomadSource) Jobs(ctx context.Context) ([]*api.JobListStub, error) {
+	out, _, err := n.Client.Jobs().List((&api.QueryOptions{Namespace: "*"}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("listing jobs: %w", err)
 	}
 	return out, nil
 }

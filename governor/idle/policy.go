@@ -32,6 +32,7 @@ const (
 	KeyMemory    = "allot.idle.memory"
 	KeyGrace     = "allot.idle.grace"
 	KeyAction    = "allot.idle.action"
+	KeyTTL       = "allot.idle.ttl"
 	// KeyExemptPrefix + job ID = "until=<RFC3339>;reason=<text>".
 	KeyExemptPrefix = "allot.idle.exempt."
 )
@@ -50,6 +51,9 @@ type Policy struct {
 	Grace time.Duration
 	// Action is done at the end of the grace.
 	Action Action
+	// UnclaimedTTL: a service job running this long after its owner last
+	// submitted it is unclaimed (0: off).
+	UnclaimedTTL time.Duration
 }
 
 // DefaultPolicy is the operator default used when the config sets none.
@@ -62,6 +66,9 @@ func (p Policy) Validate() error {
 	var errs []error
 	if p.Window <= 0 {
 		errs = append(errs, fmt.Errorf("window %s must be positive", p.Window))
+	}
+	if p.UnclaimedTTL < 0 {
+		errs = append(errs, fmt.Errorf("unclaimed TTL %s must not be negative", p.UnclaimedTTL))
 	}
 	if p.Grace < 0 {
 		errs = append(errs, fmt.Errorf("grace %s must not be negative", p.Grace))
@@ -123,6 +130,8 @@ func (t *Tenant) apply(key, val string) error {
 		return set(&p.Window, val, positiveDuration)
 	case key == KeyGrace:
 		return set(&p.Grace, val, nonNegativeDuration)
+	case key == KeyTTL:
+		return set(&p.UnclaimedTTL, val, nonNegativeDuration)
 	case key == KeyThreshold:
 		return set(&p.ThresholdPct, val, percent)
 	case key == KeyMemory:

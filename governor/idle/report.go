@@ -87,7 +87,8 @@ func candidate(c Candidate, a Action) gapi.IdleCandidate {
 
 func policy(t Tenant) gapi.IdlePolicy {
 	p := gapi.IdlePolicy{Namespace: t.Namespace, Window: t.Policy.Window, ThresholdPct: t.Policy.ThresholdPct,
-		MemoryMiB: t.Policy.MemoryMiB, Grace: t.Policy.Grace, Action: string(t.Policy.Action), Problems: t.Problems}
+		MemoryMiB: t.Policy.MemoryMiB, Grace: t.Policy.Grace, Action: string(t.Policy.Action), UnclaimedTTL: t.Policy.UnclaimedTTL,
+		Problems: t.Problems}
 	if len(t.Exempt) > 0 {
 		p.Exemptions = map[string]gapi.IdleExemption{}
 		for job, e := range t.Exempt {

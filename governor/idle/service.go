@@ -111,7 +111,11 @@ func (s *Service) Once(ctx context.Context) error {
 		return err
 	}
 	hs := holders(allocs)
-	obs := s.observe(ctx, now, hs)
+	jobs, err := s.o.Source.Jobs(ctx)
+	if err != nil {
+		return err
+	}
+	obs := s.observe(ctx, now, hs, jobIndex(jobs))
 	events := s.o.Detector.Tick(obs, s.Tenant)
 	for _, e := range events {
 		s.handle(ctx, now, e)
@@ -163,9 +167,21 @@ func (s *Service) refreshTenants(ctx context.Context) error {
 	return nil
 }
 
+type jobKey struct{ ns, id string }
+
+func jobIndex(jobs []*api.JobListStub) map[jobKey]*api.JobListStub {
+	out := make(map[jobKey]*api.JobListStub, len(jobs))
+	for _, j := range jobs {
+		if j != nil {
+			out[jobKey{j.Namespace, j.ID}] = j
+		}
+	}
+	return out
+}
+
 // observe reads every holder's stats with a bounded number of workers. A
 // failed read is a missing sample.
-func (s *Service) observe(ctx context.Context, now time.Time, hs []held) []Observation {
+func (s *Service) observe(ctx context.Context, now time.Time, hs []held, jobs map[jobKey]*api.JobListStub) []Observation {
 	obs := make([]Observation, len(hs))
 	sem := make(chan struct{}, s.o.Workers)
 	var wg sync.WaitGroup
@@ -176,6 +192,12 @@ func (s *Service) observe(ctx context.Context, now time.Time, hs []held) []Obser
 			w.Production = s.o.WarnOnly[w.Priority]
 		}
 		w.Ungoverned = s.o.Governed != nil && !s.o.Governed(w.Namespace)
+		if j := jobs[jobKey{w.Namespace, w.JobID}]; j != nil {
+			w.Service = j.Type == api.JobTypeService
+			if j.SubmitTime > 0 {
+				w.LastOwnerAction = time.Unix(0, j.SubmitTime)
+			}
+		}
 		obs[i].Watch = w
 		wg.Add(1)
 		sem <- struct{}{}

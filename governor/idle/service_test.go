@@ -20,6 +20,8 @@ type fakeNomad struct {
 	mem   map[string]int64
 	procs map[string]int64
 	meta  map[string]map[string]string
+	// services are the job IDs of service jobs (submitted at t0)
+	services map[string]bool
 }
 
 func (f *fakeNomad) Allocations(context.Context) ([]*api.AllocationListStub, error) {
@@ -61,6 +63,20 @@ func (f *fakeNomad) NodeDeviceStats(context.Context, string) ([]*api.DeviceGroup
 		ids = append(ids, id)
 	}
 	return f.stats(ids), nil
+}
+
+func (f *fakeNomad) Jobs(context.Context) ([]*api.JobListStub, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*api.JobListStub
+	for _, a := range f.allocs {
+		typ := api.JobTypeBatch
+		if f.services[a.JobID] {
+			typ = api.JobTypeService
+		}
+		out = append(out, &api.JobListStub{ID: a.JobID, Namespace: a.Namespace, Type: typ, SubmitTime: t0.UnixNano()})
+	}
+	return out, nil
 }
 
 func (f *fakeNomad) DeviceNodes(context.Context) ([]string, error) { return []string{"n1"}, nil }
@@ -108,11 +124,13 @@ func TestServiceLadderAndZombie(t *testing.T) {
 			allocStub("a-idle", "idle", "running", "g2", "g3"),
 			allocStub("a-exempt", "exempt", "running", "g4"),
 			allocStub("a-prod", "prod", "running", "g5"),
+			allocStub("a-nb", "notebook", "running", "g6"),
 		},
-		util:  map[string]float64{"g1": 90, "g2": 1, "g3": 0, "g4": 0, "g5": 0},
-		mem:   map[string]int64{"g1": 9000, "g2": 9000, "g3": 9000, "g4": 9000, "g5": 9000},
-		procs: map[string]int64{},
-		meta: map[string]map[string]string{"ml": {KeyWindow: "50s", KeyGrace: "30s",
+		services: map[string]bool{"notebook": true},
+		util:     map[string]float64{"g1": 90, "g2": 1, "g3": 0, "g4": 0, "g5": 0, "g6": 70},
+		mem:      map[string]int64{"g1": 9000, "g2": 9000, "g3": 9000, "g4": 9000, "g5": 9000, "g6": 9000},
+		procs:    map[string]int64{},
+		meta: map[string]map[string]string{"ml": {KeyWindow: "50s", KeyGrace: "30s", KeyTTL: "60s",
 			KeyExemptPrefix + "exempt": "until=2030-01-01T00:00:00Z;reason=benchmark"}},
 	}
 	now := t0
@@ -130,7 +148,8 @@ func TestServiceLadderAndZombie(t *testing.T) {
 	for _, e := range rc.events {
 		kinds[e.Candidate.JobID] = append(kinds[e.Candidate.JobID], e.Kind)
 	}
-	must.Eq(t, map[string][]Transition{"idle": {Warn, Reclaim}, "prod": {Warn}}, kinds)
+	// the notebook is busy but unclaimed: submitted at t0, TTL 60 s
+	must.Eq(t, map[string][]Transition{"idle": {Warn, Reclaim}, "prod": {Warn}, "notebook": {Warn}}, kinds)
 	byJob := map[string]Candidate{}
 	for _, c := range s.Detector().Candidates() {
 		byJob[c.JobID] = c
@@ -140,6 +159,8 @@ func TestServiceLadderAndZombie(t *testing.T) {
 	must.Eq(t, StepExempt, byJob["exempt"].Step)
 	must.Eq(t, "benchmark", byJob["exempt"].Exemption.Reason)
 	must.Eq(t, StepWarned, byJob["prod"].Step)
+	must.Eq(t, ClassUnclaimed, byJob["notebook"].Class)
+	must.Eq(t, t0.Add(time.Minute), byJob["notebook"].IdleSince)
 
 	// the idle job's allocation completes but leaves memory and a process on g2
 	nomad.mu.Lock()
@@ -159,7 +180,7 @@ func TestServiceLadderAndZombie(t *testing.T) {
 	must.Len(t, 0, other.Zombies)
 	must.Len(t, 0, other.Policies)
 	ml := s.Answer(func(ns string) bool { return ns == "ml" }, false)
-	must.Len(t, 2, ml.Candidates) // exempt and prod: the idle job's allocation is gone
+	must.Len(t, 3, ml.Candidates) // exempt, prod, notebook: the idle job's allocation is gone
 	must.Len(t, 0, ml.Zombies)
 	must.Eq(t, "benchmark", ml.Policies[0].Exemptions["exempt"].Reason)
 	must.Len(t, 2, s.Answer(nil, true).Zombies)
