@@ -84,25 +84,30 @@ func NewService(o Options) *Service {
 // Detector is the service's detector (for reports).
 func (s *Service) Detector() *Detector { return s.o.Detector }
 
-// Run ticks every period until ctx ends.
+// Run ticks every period until ctx ends. Each period is stamped with its
+// tick's time, not the time its work starts, so the ladder's clock
+// advances by whole periods and a grace of n periods ends on the n-th tick.
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.o.Period)
 	defer t.Stop()
+	now := s.o.Now()
 	for {
-		if err := s.Once(ctx); err != nil && ctx.Err() == nil {
+		if err := s.OnceAt(ctx, now); err != nil && ctx.Err() == nil {
 			s.o.Log.Warn("idle detection period failed", "error", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now = <-t.C:
 		}
 	}
 }
 
-// Once reads one period's telemetry and applies it.
-func (s *Service) Once(ctx context.Context) error {
-	now := s.o.Now()
+// Once reads one period's telemetry and applies it, stamped now.
+func (s *Service) Once(ctx context.Context) error { return s.OnceAt(ctx, s.o.Now()) }
+
+// OnceAt reads one period's telemetry and applies it, stamped now.
+func (s *Service) OnceAt(ctx context.Context, now time.Time) error {
 	if err := s.refreshTenants(ctx); err != nil {
 		return err
 	}
