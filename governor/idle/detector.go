@@ -65,13 +65,33 @@ func (d *Detector) Tick(obs []Observation, tenant func(ns string) Tenant) []Even
 }
 
 // Reclaimed records that an allocation's reclaim was carried out, so it is
-// not asked for again.
+// not asked for again; the job's other allocations stop with it.
 func (d *Detector) Reclaimed(allocID string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if t := d.trackers[allocID]; t != nil {
-		t.c.Step = StepReclaimed
+	t := d.trackers[allocID]
+	if t == nil {
+		return
 	}
+	for _, o := range d.trackers {
+		if o.c.Namespace == t.c.Namespace && o.c.JobID == t.c.JobID {
+			o.c.Step = StepReclaimed
+		}
+	}
+}
+
+// jobDue reports whether every followed allocation of a job is due for
+// reclaim: a job is requeued as a whole, so one idle allocation of a
+// busy multi-allocation job is not enough.
+func (d *Detector) jobDue(ns, job string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, t := range d.trackers {
+		if t.c.Namespace == ns && t.c.JobID == job && t.c.Step != StepReclaim {
+			return false // busy, warned, or already reclaimed with another allocation
+		}
+	}
+	return true
 }
 
 // Candidates lists the allocations seen idle or on the ladder (not the

@@ -21,6 +21,10 @@ func (s *Service) handle(ctx context.Context, now time.Time, e Event) {
 		if s.o.Reclaimer == nil {
 			return
 		}
+		if !s.o.Detector.jobDue(c.Namespace, c.JobID) {
+			log.Debug("idle allocation due, waiting for the job's other allocations")
+			return
+		}
 		if err := s.o.Reclaimer.Reclaim(ctx, c, e.Action); err != nil {
 			log.Warn("reclaiming idle allocation failed; retried next period", "error", err)
 			return

@@ -186,6 +186,29 @@ func TestServiceLadderAndZombie(t *testing.T) {
 	must.Len(t, 2, s.Answer(nil, true).Zombies)
 }
 
+// TestMultiAllocationJob: a job is requeued as a whole, so it is reclaimed
+// only when all of its allocations are due.
+func TestMultiAllocationJob(t *testing.T) {
+	nomad := &fakeNomad{allocs: []*api.AllocationListStub{allocStub("a1", "j", "running", "g1"), allocStub("a2", "j", "running", "g2")},
+		util: map[string]float64{"g1": 0, "g2": 90}, mem: map[string]int64{"g1": 9000, "g2": 9000}, procs: map[string]int64{}}
+	now := t0
+	rec := &fakeReclaimer{}
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Reclaimer: rec, Defaults: testPolicy(), Period: period, Now: func() time.Time { return now }})
+	tick := func(from, to int) {
+		for n := from; n <= to; n++ {
+			now = t0.Add(time.Duration(n) * period)
+			must.NoError(t, s.Once(context.Background()))
+		}
+	}
+	tick(0, 12)
+	must.Len(t, 0, rec.got, must.Sprint("a2 is busy"))
+	nomad.mu.Lock()
+	nomad.util["g2"] = 0
+	nomad.mu.Unlock()
+	tick(13, 30)
+	must.Eq(t, []string{"j"}, rec.got)
+}
+
 func TestMissingStatsAreNeverIdle(t *testing.T) {
 	nomad := &fakeNomad{allocs: []*api.AllocationListStub{allocStub("a", "j", "running", "g1", "g2")},
 		util: map[string]float64{"g1": 0}, mem: map[string]int64{}, procs: map[string]int64{}}
