@@ -175,7 +175,7 @@ func TestGRPC_BadInventoryKeepsServingAndRecovers(t *testing.T) {
 	must.NoError(t, first.Error)
 
 	must.NoError(t, os.WriteFile(path, []byte(a100Pairs+"\ngpu \"H200\" {\n  count = eight\n}\n"), 0o644))
-	broken := s.until(func(gs []*device.DeviceGroup) bool { return !gs[0].Devices[0].Healthy })
+	broken := s.until(func(gs []*device.DeviceGroup) bool { return len(gs) > 0 && !gs[0].Devices[0].Healthy })
 	for _, g := range broken {
 		for _, d := range g.Devices {
 			must.False(t, d.Healthy)
@@ -185,7 +185,7 @@ func TestGRPC_BadInventoryKeepsServingAndRecovers(t *testing.T) {
 	must.MapContainsKey(t, p.LastErrors(), "inventory")
 
 	must.NoError(t, os.WriteFile(path, []byte(a100Pairs), 0o644))
-	fixed := s.until(func(gs []*device.DeviceGroup) bool { return gs[0].Devices[0].Healthy })
+	fixed := s.until(func(gs []*device.DeviceGroup) bool { return len(gs) > 0 && gs[0].Devices[0].Healthy })
 	must.Eq(t, len(first.Devices), len(fixed))
 	must.MapEmpty(t, p.LastErrors())
 }
@@ -308,12 +308,12 @@ func TestGRPC_UnparsableNPUSmiKeepsServingAndRecovers(t *testing.T) {
 	must.Len(t, 8, group(s.next().Devices, "Ascend910B").Devices)
 
 	set(garbage)
-	gs := s.until(func(gs []*device.DeviceGroup) bool { return !gs[0].Devices[0].Healthy })
+	gs := s.until(func(gs []*device.DeviceGroup) bool { return len(gs) > 0 && !gs[0].Devices[0].Healthy })
 	must.StrContains(t, gs[0].Devices[0].HealthDesc, "npu-smi info: unrecognised output")
 	must.Len(t, 8, gs[0].Devices, must.Sprint("the last known NPUs stay listed"))
 
 	set(good)
-	s.until(func(gs []*device.DeviceGroup) bool { return gs[0].Devices[0].Healthy })
+	s.until(func(gs []*device.DeviceGroup) bool { return len(gs) > 0 && gs[0].Devices[0].Healthy })
 }
 
 func TestGRPC_ExplicitBackendThatCannotStartIsReported(t *testing.T) {
