@@ -213,8 +213,9 @@ func (b *Backend) handleEvent(e nvml.EventData) {
 	b.xid[id] = reason
 }
 
-// Stats reads utilization, memory, power, temperature and volatile
-// uncorrected ECC errors. A metric NVML does not support stays zero.
+// Stats reads utilization, memory, power, temperature, volatile
+// uncorrected ECC errors and running processes. A metric NVML does not
+// support stays zero, except processes, which stay unknown (nil).
 func (b *Backend) Stats(_ context.Context, devs []accel.Device) (map[string]accel.Stats, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -251,7 +252,38 @@ func readStats(h nvml.Device, now time.Time) accel.Stats {
 	if e, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ret == nvml.SUCCESS {
 		s.ECCErrors = int64(e)
 	}
+	s.Processes = runningProcesses(h)
 	return s
+}
+
+// runningProcesses counts the compute and graphics processes on a device;
+// a process in both lists counts once. When NVML cannot list one of them
+// (NOT_SUPPORTED, NO_PERMISSION, …) the count is unknown (nil), never zero,
+// unless the other list already holds a process: then it is a lower bound,
+// which is all the idle detector needs to know the device is busy.
+func runningProcesses(h nvml.Device) *int64 {
+	compute, cret := h.GetComputeRunningProcesses()
+	graphics, gret := h.GetGraphicsRunningProcesses()
+	if cret != nvml.SUCCESS {
+		compute = nil
+	}
+	if gret != nvml.SUCCESS {
+		graphics = nil
+	}
+	seen := make(map[uint32]bool, len(compute))
+	for _, p := range compute {
+		seen[p.Pid] = true
+	}
+	n := int64(len(compute))
+	for _, p := range graphics {
+		if !seen[p.Pid] {
+			n++
+		}
+	}
+	if (cret != nvml.SUCCESS || gret != nvml.SUCCESS) && n == 0 {
+		return nil
+	}
+	return &n
 }
 
 // nvmlError wraps an NVML return code as an error.

@@ -11,6 +11,7 @@ probe=${PROBE:-bin/accel-probe}
 nvidia-smi -L > "$out/nvidia-smi-L.txt" 2>&1
 nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
 nvidia-smi --query-gpu=uuid,name,memory.total,memory.used,utilization.gpu,power.draw,power.limit,temperature.gpu,pci.bus_id,driver_version --format=csv > "$out/nvidia-smi-query.csv" 2>&1
+nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv > "$out/nvidia-smi-apps.csv" 2>&1
 "$probe" -backends nvml -grouping none -stats 3 > "$out/probe-nvml.json" 2> "$out/probe-nvml.log"
 rc=$?
 "$probe" -backends nvml -grouping island -stats 1 > "$out/probe-nvml-island.json" 2>> "$out/probe-nvml.log"
