@@ -125,6 +125,9 @@ func TestE2E_DevUp(t *testing.T) {
 	t.Logf("dev task output:\n%s", probe)
 	checkProbe(t, probe)
 	waitForLedgerRow(t, govAddr, "ml-research")
+	// data_dir = the dev dir puts the ledger's SQLite file there by default.
+	_, err = os.Stat(filepath.Join(dir, "ledger.db"))
+	must.NoError(t, err, must.Sprint("the dev ledger is not at <data_dir>/ledger.db"))
 
 	cancel()
 	select {

@@ -71,10 +71,12 @@ func (e *Env) startGovernor(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// devGovernorConfig turns the ledger on in the dev data dir, with demo
-// rates, so `allotctl report` and `allotctl audit` answer in the quickstart.
-const devGovernorConfig = `ledger {
-  path            = %q
+// devGovernorConfig sets the governor's data dir to the dev data dir, which
+// turns the ledger on there (SQLite, ledger.db), with demo rates, so
+// `allotctl report` and `allotctl audit` answer in the quickstart.
+const devGovernorConfig = `data_dir = %q
+
+ledger {
   currency        = "USD"
   device_rates    = { "nvidia/gpu/H200" = 4.00, "huawei/npu/Ascend910B" = 2.50 }
   cpu_ghz_hour    = 0.02
@@ -86,7 +88,7 @@ const devGovernorConfig = `ledger {
 // its path.
 func (e *Env) writeGovernorConfig() (string, error) {
 	path := filepath.Join(e.Dir, "governor.hcl")
-	body := fmt.Sprintf(devGovernorConfig, filepath.Join(e.Dir, "ledger.db"))
+	body := fmt.Sprintf(devGovernorConfig, e.Dir)
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		return "", fmt.Errorf("writing the dev governor config: %w", err)
 	}

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
@@ -22,8 +25,13 @@ import (
 func startLedger(ctx context.Context, cfg config.Config, client *api.Client, store *cluster.Store,
 	rec *reconcile.Reconciler, authn *auth.Authenticator, m *metrics.Metrics, srv *server.Server, log hclog.Logger) (*ledger.Service, error) {
 	if !cfg.Ledger.Enabled() {
-		log.Info("ledger not configured; usage, cost and audit are not recorded (config: ledger { path = \"...\" })")
+		log.Info("ledger not configured; usage, cost and audit are not recorded (config: data_dir, or ledger { path = \"...\" })")
 		return nil, nil
+	}
+	if cfg.Ledger.Driver == "sqlite" {
+		if err := os.MkdirAll(filepath.Dir(cfg.Ledger.Path), 0o700); err != nil {
+			return nil, fmt.Errorf("ledger directory: %w", err)
+		}
 	}
 	lg, err := ledger.Start(ctx, ledger.Options{Config: cfg.Ledger, Client: client, Store: store, Plans: rec,
 		Journal: &rec.Journal, Auth: authn, Registry: m.Registry, Log: log.Named("ledger")})
@@ -32,6 +40,6 @@ func startLedger(ctx context.Context, cfg config.Config, client *api.Client, sto
 	}
 	srv.Ledger = lg.API
 	srv.Proxy = lg.Wrap(srv.Proxy)
-	log.Info("ledger running", "driver", cfg.Ledger.Driver)
+	log.Info("ledger running", "driver", cfg.Ledger.Driver, "path", cfg.Ledger.Path)
 	return lg, nil
 }

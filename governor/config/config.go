@@ -22,6 +22,10 @@ type Config struct {
 	Listen string
 	// LogLevel is a go-hclog level name.
 	LogLevel string
+	// DataDir is the governor's data directory (config data_dir, flag
+	// -data-dir). When set, the ledger defaults to SQLite at
+	// <DataDir>/ledger.db unless the ledger block names a path or dsn.
+	DataDir string
 	// Nomad says how to reach Nomad with the governor's own token.
 	Nomad Nomad
 	// Governed lists glob patterns (path.Match) of namespaces the governor

@@ -13,6 +13,7 @@ import (
 type fileConfig struct {
 	Listen            *string      `hcl:"listen"`
 	LogLevel          *string      `hcl:"log_level"`
+	DataDir           *string      `hcl:"data_dir"`
 	Governed          []string     `hcl:"governed_namespaces,optional"`
 	StarvationTimeout *string      `hcl:"starvation_timeout"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
@@ -74,6 +75,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	var errs []error
 	setStr(&c.Listen, f.Listen)
 	setStr(&c.LogLevel, f.LogLevel)
+	setStr(&c.DataDir, f.DataDir)
 	setStr(&c.SystemJobs, f.SystemJobs)
 	setStr(&c.SubmitterTokens, f.SubmitterTokens)
 	if f.EnableDebug != nil {

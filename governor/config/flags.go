@@ -23,6 +23,7 @@ func Load(args []string, env func(string) string, stderr io.Writer) (Config, err
 		token  = fs.String("nomad-token", "", "the governor's own Nomad ACL token (default $NOMAD_TOKEN)")
 		listen = fs.String("listen", "", "listen address of the proxy and API (default "+DefaultListen+")")
 		level  = fs.String("log-level", "", "log level: trace, debug, info, warn, error")
+		data   = fs.String("data-dir", "", "the governor's data directory (the ledger defaults to SQLite at <data-dir>/ledger.db)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -42,6 +43,8 @@ func Load(args []string, env func(string) string, stderr io.Writer) (Config, err
 	setEnv(&c.Nomad.Token, *token)
 	setEnv(&c.Listen, *listen)
 	setEnv(&c.LogLevel, *level)
+	setEnv(&c.DataDir, *data)
+	c.resolveLedger()
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration: %w", err)
 	}

@@ -2,11 +2,13 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 )
 
 // Ledger configures the usage, cost and audit ledger (governor/ledger).
-// It runs when a SQLite Path or a PostgreSQL DSN is set.
+// It runs when a SQLite Path or a PostgreSQL DSN is set; with a data_dir
+// and neither, the Path defaults to <data_dir>/ledger.db (resolveLedger).
 type Ledger struct {
 	// Driver is "sqlite" (default) or "postgres".
 	Driver string
@@ -51,6 +53,21 @@ type fileLedger struct {
 func defaultLedger() Ledger {
 	return Ledger{Driver: "sqlite", Currency: "USD", IdlePolicy: "separate", AccrueEvery: 30 * time.Second}
 }
+
+// resolveLedger applies the data-dir default once defaults, the file and
+// the flags are in: SQLite at <DataDir>/ledger.db when the ledger names no
+// path and no dsn and its driver is SQLite. A ledger block that names
+// either (or the postgres driver) overrides it.
+func (c *Config) resolveLedger() {
+	l := &c.Ledger
+	if c.DataDir == "" || l.Path != "" || l.DSN != "" || l.Driver != "sqlite" {
+		return
+	}
+	l.Path = filepath.Join(c.DataDir, DefaultLedgerFile)
+}
+
+// DefaultLedgerFile is the SQLite ledger's file name in the data dir.
+const DefaultLedgerFile = "ledger.db"
 
 func (c *Config) applyLedger(f *fileLedger) []error {
 	if f == nil {

@@ -48,3 +48,53 @@ ledger {
 	must.ErrorContains(t, err, "accrue_every 5m0s")
 	must.ErrorContains(t, err, "is negative")
 }
+
+func TestLedgerDataDir(t *testing.T) {
+	cases := map[string]struct {
+		file     string
+		args     []string
+		wantPath string
+		wantDSN  string
+		wantDir  string
+	}{
+		"no data dir, no ledger block": {},
+		"data_dir in file": {
+			file: `data_dir = "/var/lib/allot"`, wantDir: "/var/lib/allot",
+			wantPath: "/var/lib/allot/ledger.db",
+		},
+		"-data-dir flag": {
+			args: []string{"-data-dir", "/srv/gov"}, wantDir: "/srv/gov",
+			wantPath: "/srv/gov/ledger.db",
+		},
+		"flag wins over file": {
+			file: `data_dir = "/var/lib/allot"`, args: []string{"-data-dir", "/srv/gov"},
+			wantDir: "/srv/gov", wantPath: "/srv/gov/ledger.db",
+		},
+		"ledger path overrides data_dir": {
+			file:    "data_dir = \"/var/lib/allot\"\nledger {\n  path = \"/data/l.db\"\n}",
+			wantDir: "/var/lib/allot", wantPath: "/data/l.db",
+		},
+		"postgres dsn overrides data_dir": {
+			file:    "data_dir = \"/var/lib/allot\"\nledger {\n  driver = \"postgres\"\n  dsn = \"postgres://x@h/db\"\n}",
+			wantDir: "/var/lib/allot", wantDSN: "postgres://x@h/db",
+		},
+		"ledger block with rates only takes the data_dir default": {
+			file:    "data_dir = \"/var/lib/allot\"\nledger {\n  currency = \"EUR\"\n}",
+			wantDir: "/var/lib/allot", wantPath: "/var/lib/allot/ledger.db",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"-config", writeFile(t, tc.file)}, args...)
+			}
+			c, err := Load(args, noEnv, io.Discard)
+			must.NoError(t, err)
+			must.Eq(t, tc.wantDir, c.DataDir)
+			must.Eq(t, tc.wantPath, c.Ledger.Path)
+			must.Eq(t, tc.wantDSN, c.Ledger.DSN)
+			must.Eq(t, tc.wantPath != "" || tc.wantDSN != "", c.Ledger.Enabled())
+		})
+	}
+}

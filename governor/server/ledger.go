@@ -18,7 +18,7 @@ type LedgerReports interface {
 func (s *Server) ledgerRoute(kind string) func(http.ResponseWriter, *http.Request, *auth.Caller) {
 	return func(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		if s.Ledger == nil {
-			writeErr(w, http.StatusNotFound, "the ledger is not configured (governor config: ledger { path = \"...\" })")
+			writeErr(w, http.StatusNotFound, "the ledger is not configured (governor config: data_dir, or ledger { path = \"...\" })")
 			return
 		}
 		lc := ledger.Caller{Management: c.Management()}
