@@ -9,7 +9,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // fakeGovernor serves fixed /allot/v1/classes and /allot/v1/decisions.
@@ -17,14 +17,14 @@ func fakeGovernor(t *testing.T) string {
 	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/allot/v1/classes", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(gapi.ClassList{Classes: []gapi.Class{
+		_ = json.NewEncoder(w).Encode(allotapi.ClassList{Classes: []allotapi.Class{
 			{Name: "production", Priority: 90, Restricted: true}, {Name: "low", Priority: 30, Preemptible: true}}})
 	})
 	mux.HandleFunc("/allot/v1/decisions", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(gapi.DecisionList{Decisions: []gapi.Decision{
+		_ = json.NewEncoder(w).Encode(allotapi.DecisionList{Decisions: []allotapi.Decision{
 			{Time: at.Add(time.Minute), Kind: "requeue", Cause: "gang-timeout", Namespace: "web", JobID: "gang", Reason: "gang timeout"},
 			{Time: at, Kind: "preemption", Cause: "reclaim", Namespace: "team-b", JobID: "big", Reason: "tenant team-b reclaims",
-				Victims: []gapi.Victim{{Namespace: "team-a", JobID: "a1", Class: "low", LostWorkSeconds: 12.4}}},
+				Victims: []allotapi.Victim{{Namespace: "team-a", JobID: "a1", Class: "low", LostWorkSeconds: 12.4}}},
 		}})
 	})
 	srv := httptest.NewServer(mux)
@@ -63,9 +63,9 @@ low         30        yes          no
 func TestClassListJSON(t *testing.T) {
 	code, out, errOut := run("class", "list", "-json", "-address", fakeGovernor(t))
 	must.Zero(t, code, must.Sprint(errOut))
-	var got gapi.ClassList
+	var got allotapi.ClassList
 	must.NoError(t, json.Unmarshal([]byte(out), &got))
-	must.Eq(t, []gapi.Class{{Name: "production", Priority: 90, Restricted: true}, {Name: "low", Priority: 30, Preemptible: true}}, got.Classes)
+	must.Eq(t, []allotapi.Class{{Name: "production", Priority: 90, Restricted: true}, {Name: "low", Priority: 30, Preemptible: true}}, got.Classes)
 }
 
 func TestClassAndDecisionsErrors(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Command returns `class` with its `list` subcommand.
@@ -48,7 +48,7 @@ func list(c *cli.Context) error {
 }
 
 // Write renders the classes as a table.
-func Write(c *cli.Context, out *gapi.ClassList) error {
+func Write(c *cli.Context, out *allotapi.ClassList) error {
 	rows := make([][]string, 0, len(out.Classes))
 	for _, cl := range out.Classes {
 		rows = append(rows, []string{cl.Name, fmt.Sprint(cl.Priority), yesNo(cl.Preemptible), yesNo(cl.Restricted)})

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Command returns `decisions`.
@@ -50,8 +50,8 @@ func action(c *cli.Context) error {
 
 // Filter keeps the decisions whose job or one of whose victims is in
 // namespace ns ("*": all).
-func Filter(in *gapi.DecisionList, ns string) *gapi.DecisionList {
-	out := &gapi.DecisionList{Decisions: []gapi.Decision{}}
+func Filter(in *allotapi.DecisionList, ns string) *allotapi.DecisionList {
+	out := &allotapi.DecisionList{Decisions: []allotapi.Decision{}}
 	for _, d := range in.Decisions {
 		if ns == "*" || d.Namespace == ns || hasVictimIn(d, ns) {
 			out.Decisions = append(out.Decisions, d)
@@ -60,7 +60,7 @@ func Filter(in *gapi.DecisionList, ns string) *gapi.DecisionList {
 	return out
 }
 
-func hasVictimIn(d gapi.Decision, ns string) bool {
+func hasVictimIn(d allotapi.Decision, ns string) bool {
 	for _, v := range d.Victims {
 		if v.Namespace == ns {
 			return true
@@ -70,7 +70,7 @@ func hasVictimIn(d gapi.Decision, ns string) bool {
 }
 
 // Write renders the decisions as a table, one row per decision.
-func Write(c *cli.Context, out *gapi.DecisionList) error {
+func Write(c *cli.Context, out *allotapi.DecisionList) error {
 	if len(out.Decisions) == 0 {
 		fmt.Fprintln(c.App.Writer, "No preemptions, requeues or holds recorded")
 		return nil
@@ -83,7 +83,7 @@ func Write(c *cli.Context, out *gapi.DecisionList) error {
 	return cmdutil.Table(c.App.Writer, []string{"Time", "Kind", "Cause", "Job", "Victims (lost work)", "Reason"}, rows)
 }
 
-func victims(vs []gapi.Victim) string {
+func victims(vs []allotapi.Victim) string {
 	if len(vs) == 0 {
 		return "-"
 	}

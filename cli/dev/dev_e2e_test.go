@@ -20,7 +20,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/internal/nomadagent"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
@@ -102,7 +102,7 @@ func TestE2E_DevUp(t *testing.T) {
 	must.Eq(t, 8, testcluster.HealthyDevices(node, "huawei/npu"))
 	must.StrContains(t, out.String(), "8× nvidia/gpu/H200")
 
-	tenants, err := (&gapi.Client{Address: govAddr}).Tenants(context.Background())
+	tenants, err := (&allotapi.Client{Address: govAddr}).Tenants(context.Background())
 	must.NoError(t, err)
 	var names []string
 	for _, tn := range tenants.Tenants {

@@ -16,7 +16,7 @@ import (
 	"github.com/allot-sh/allot/cli/queue"
 	"github.com/allot-sh/allot/cli/quota"
 	"github.com/allot-sh/allot/cli/tenant"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // refused is a loopback address nothing listens on.
@@ -234,7 +234,7 @@ func quickstart(t *testing.T, e *env) {
 	must.StrContains(t, table, "gpu=2")
 	must.StrContains(t, ok(t, "queue", "-namespace", "ml-serving"), "No queued jobs (1 in the whole queue)")
 
-	var why gapi.Why
+	var why allotapi.Why
 	okJSON(t, &why, "job", "why", "-namespace", "ml-research", "train-multinode")
 	must.Eq(t, "queued", why.State)
 	failed := 0

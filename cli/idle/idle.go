@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Command returns `idle`.
@@ -50,12 +50,12 @@ func action(c *cli.Context) error {
 }
 
 // Filter keeps namespace ns ("*": all).
-func Filter(a *gapi.IdleAnswer, ns string) *gapi.IdleAnswer {
+func Filter(a *allotapi.IdleAnswer, ns string) *allotapi.IdleAnswer {
 	if ns == "*" {
 		return a
 	}
 	out := *a
-	out.Candidates, out.Policies, out.Totals = []gapi.IdleCandidate{}, []gapi.IdlePolicy{}, nil
+	out.Candidates, out.Policies, out.Totals = []allotapi.IdleCandidate{}, []allotapi.IdlePolicy{}, nil
 	for _, c := range a.Candidates {
 		if c.Namespace == ns {
 			out.Candidates = append(out.Candidates, c)
@@ -75,7 +75,7 @@ func Filter(a *gapi.IdleAnswer, ns string) *gapi.IdleAnswer {
 }
 
 // Write renders candidates, zombies and policy problems as tables.
-func Write(c *cli.Context, a *gapi.IdleAnswer, now time.Time) error {
+func Write(c *cli.Context, a *allotapi.IdleAnswer, now time.Time) error {
 	w := c.App.Writer
 	if len(a.Candidates) == 0 {
 		fmt.Fprintln(w, "No idle allocations")
@@ -133,7 +133,7 @@ func since(t, now time.Time) string {
 	return now.Sub(t).Round(time.Second).String()
 }
 
-func due(k gapi.IdleCandidate, now time.Time) string {
+func due(k allotapi.IdleCandidate, now time.Time) string {
 	switch {
 	case k.Step == "warned" && k.Action == "warn":
 		return "warn only"
@@ -145,7 +145,7 @@ func due(k gapi.IdleCandidate, now time.Time) string {
 	return "-"
 }
 
-func samples(ss []gapi.IdleSample) string {
+func samples(ss []allotapi.IdleSample) string {
 	if len(ss) > 4 {
 		ss = ss[len(ss)-4:]
 	}
@@ -160,7 +160,7 @@ func samples(ss []gapi.IdleSample) string {
 	return cmdutil.Dash(strings.Join(parts, " "))
 }
 
-func exemption(e *gapi.IdleExemption) string {
+func exemption(e *allotapi.IdleExemption) string {
 	if e == nil {
 		return "-"
 	}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/allot-sh/allot/cli/app"
 	"github.com/allot-sh/allot/cli/idle"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
-func fakeGovernor(t *testing.T, a gapi.IdleAnswer) string {
+func fakeGovernor(t *testing.T, a allotapi.IdleAnswer) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/allot/v1/idle", func(w http.ResponseWriter, r *http.Request) { _ = json.NewEncoder(w).Encode(a) })
 	srv := httptest.NewServer(mux)
@@ -32,17 +32,17 @@ func run(args ...string) (int, string, string) {
 
 func TestIdleCommand(t *testing.T) {
 	since := time.Now().Add(-time.Hour)
-	a := gapi.IdleAnswer{
-		Candidates: []gapi.IdleCandidate{
+	a := allotapi.IdleAnswer{
+		Candidates: []allotapi.IdleCandidate{
 			{Namespace: "ml", JobID: "train", AllocID: "0123456789", Devices: 2, Class: "idle-held", Step: "warned",
 				IdleSince: since, DueAt: time.Now().Add(10 * time.Minute), Action: "checkpoint",
-				Samples: []gapi.IdleSample{{Known: true, UtilPct: 1, MemoryMiB: 30000}, {}}},
+				Samples: []allotapi.IdleSample{{Known: true, UtilPct: 1, MemoryMiB: 30000}, {}}},
 			{Namespace: "web", JobID: "nb", AllocID: "a", Devices: 1, Class: "idle", Step: "exempt", IdleSince: since,
-				Exemption: &gapi.IdleExemption{Until: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "demo"}},
+				Exemption: &allotapi.IdleExemption{Until: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "demo"}},
 		},
-		Zombies:  []gapi.IdleZombie{{Node: "n1", DeviceID: "GPU-1", MemoryMiB: 900, Processes: 1, Since: since}},
-		Policies: []gapi.IdlePolicy{{Namespace: "ml", Problems: []string{`allot.idle.window="x": not a duration`}}},
-		Totals:   []gapi.IdleTotals{{Namespace: "ml", Warnings: 2, Reclaims: 1, ReleasedDevices: 2, IdleGPUHours: 2.5, ReclaimedGPUHours: 2}},
+		Zombies:  []allotapi.IdleZombie{{Node: "n1", DeviceID: "GPU-1", MemoryMiB: 900, Processes: 1, Since: since}},
+		Policies: []allotapi.IdlePolicy{{Namespace: "ml", Problems: []string{`allot.idle.window="x": not a duration`}}},
+		Totals:   []allotapi.IdleTotals{{Namespace: "ml", Warnings: 2, Reclaims: 1, ReleasedDevices: 2, IdleGPUHours: 2.5, ReclaimedGPUHours: 2}},
 	}
 	addr := fakeGovernor(t, a)
 	code, out, errOut := run("idle", "-address", addr)
@@ -58,7 +58,7 @@ func TestIdleCommand(t *testing.T) {
 
 	code, out, _ = run("idle", "-address", addr, "-namespace", "web", "-json")
 	must.Zero(t, code)
-	var got gapi.IdleAnswer
+	var got allotapi.IdleAnswer
 	must.NoError(t, json.Unmarshal([]byte(out), &got))
 	must.Len(t, 1, got.Candidates)
 	must.Eq(t, "nb", got.Candidates[0].JobID)

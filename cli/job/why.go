@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Command returns the `job` noun with `why`.
@@ -41,7 +41,7 @@ func whyAction(c *cli.Context) error {
 	}
 	ns := cmdutil.Namespace(c, "default")
 	w, err := cmdutil.Governor(c).Why(c.Context, ns, args[0])
-	if errors.Is(err, gapi.ErrNotFound) {
+	if errors.Is(err, allotapi.ErrNotFound) {
 		return fmt.Errorf("job %q in namespace %q is not known to the governor (no such job, or its namespace is not governed): %w", args[0], ns, err)
 	}
 	if err != nil {
@@ -53,7 +53,7 @@ func whyAction(c *cli.Context) error {
 	return write(c, w, time.Now())
 }
 
-func write(c *cli.Context, w *gapi.Why, now time.Time) error {
+func write(c *cli.Context, w *allotapi.Why, now time.Time) error {
 	out := c.App.Writer
 	kvs := []cmdutil.KV{{Key: "Job", Value: w.JobID}, {Key: "Namespace", Value: w.Namespace},
 		{Key: "State", Value: w.State}, {Key: "Class", Value: w.Class}}

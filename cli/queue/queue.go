@@ -11,14 +11,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Output is the JSON of `allotctl queue`.
 type Output struct {
 	// Total is the length of the whole queue, Jobs the entries shown.
 	Total int
-	Jobs  []gapi.QueueEntry
+	Jobs  []allotapi.QueueEntry
 }
 
 // Command returns `queue`.
@@ -43,7 +43,7 @@ func action(c *cli.Context) error {
 		return fmt.Errorf("reading the queue from the governor at %s: %w", cmdutil.GovernorAddress(c), err)
 	}
 	ns := cmdutil.Namespace(c, "*")
-	out := Output{Total: q.Total, Jobs: []gapi.QueueEntry{}}
+	out := Output{Total: q.Total, Jobs: []allotapi.QueueEntry{}}
 	for _, e := range q.Jobs {
 		if ns == "*" || e.Namespace == ns {
 			out.Jobs = append(out.Jobs, e)

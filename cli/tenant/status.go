@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	gq "github.com/allot-sh/allot/governor/quota"
 )
 
@@ -45,7 +45,7 @@ type View struct {
 
 // Collect reads governed namespaces from Nomad and, when it answers, the
 // governor's accounting (usage, borrowing, lending).
-func Collect(ctx context.Context, nc *api.Client, gov *gapi.Client, classes map[string]bool) (*View, error) {
+func Collect(ctx context.Context, nc *api.Client, gov *allotapi.Client, classes map[string]bool) (*View, error) {
 	nss, _, err := nc.Namespaces().List((&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
@@ -86,7 +86,7 @@ func fromMeta(ns string, meta map[string]string, classes map[string]bool) *Statu
 }
 
 // mergeGovernor takes what the governor has in effect for the tenant.
-func mergeGovernor(s *Status, t gapi.Tenant) {
+func mergeGovernor(s *Status, t allotapi.Tenant) {
 	s.Cohort, s.Weight, s.Classes, s.DefaultClass = t.Cohort, t.Weight, t.Classes, t.DefaultClass
 	s.Quota, s.Limit, s.Lend = gq.Vector(t.Quota), gq.Vector(t.Limit), gq.Vector(t.Lend)
 	s.Usage, s.Queued, s.DominantShare = gq.Vector(t.Usage), t.Queued, t.DominantShare

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // sleepTmpl is a batch job of one allocation that sleeps %s seconds on %d
@@ -86,7 +86,7 @@ func (e *env) runCLI(addr string, args ...string) (string, error) {
 }
 
 // gpuUsage is team-a's GPU usage as the governor at gov reports it.
-func gpuUsage(gov *gapi.Client) (int64, error) {
+func gpuUsage(gov *allotapi.Client) (int64, error) {
 	ts, err := gov.Tenants(context.Background())
 	if err != nil {
 		return 0, err
@@ -188,7 +188,7 @@ func TestE2E_Accounting(t *testing.T) {
 		cfg := filepath.Join(e.dir, "govern.hcl")
 		must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nsystem_jobs = \"govern\"\n"), 0o644))
 		g := e.c.StartGovernor("-config", cfg)
-		gov := &gapi.Client{Address: g.Addr}
+		gov := &allotapi.Client{Address: g.Addr}
 		write := func(id string, prio, gpus int) string {
 			p := filepath.Join(e.dir, id+".nomad.hcl")
 			must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(systemTmpl, id, prio, gpus)), 0o644))

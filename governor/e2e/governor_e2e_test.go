@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
@@ -64,7 +64,7 @@ type env struct {
 	t     testing.TB
 	c     *testcluster.Cluster
 	g     *testcluster.Governor
-	gov   *gapi.Client
+	gov   *allotapi.Client
 	nomad string
 	dir   string
 }
@@ -86,7 +86,7 @@ func newEnv(t testing.TB) *env {
 	e.namespace("team-a", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "4"})
 	e.namespace("team-b", map[string]string{"allot.quota.gpu": "2", "allot.limit.gpu": "4"})
 	e.g = c.StartGovernor("-config", e.writeConfig())
-	e.gov = &gapi.Client{Address: e.g.Addr}
+	e.gov = &allotapi.Client{Address: e.g.Addr}
 	return e
 }
 
@@ -162,7 +162,7 @@ func (e *env) stop(ns, id string) {
 	must.NoError(e.t, err)
 }
 
-func (e *env) why(ns, id string) *gapi.Why {
+func (e *env) why(ns, id string) *allotapi.Why {
 	e.t.Helper()
 	w, err := e.gov.Why(context.Background(), ns, id)
 	must.NoError(e.t, err)
@@ -287,7 +287,7 @@ func TestE2E_Governor(t *testing.T) {
 	})
 
 	t.Run("kill -9 and restart rebuilds the queue and admits once", func(t *testing.T) {
-		var before *gapi.Queue
+		var before *allotapi.Queue
 		var err error
 		e.c.Eventually(30*time.Second, "the queue to show every held job", func() error {
 			if before, err = e.gov.Queue(context.Background()); err != nil {
@@ -300,7 +300,7 @@ func TestE2E_Governor(t *testing.T) {
 		})
 		e.g.Kill()
 		e.g.Start()
-		var after *gapi.Queue
+		var after *allotapi.Queue
 		e.c.Eventually(30*time.Second, "queue rebuilt", func() error {
 			after, err = e.gov.Queue(context.Background())
 			return err
@@ -376,7 +376,7 @@ func (e *env) nomadCLI(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func queueKeys(q *gapi.Queue) []string {
+func queueKeys(q *allotapi.Queue) []string {
 	var keys []string
 	for _, j := range q.Jobs {
 		keys = append(keys, fmt.Sprintf("%d:%s/%s", j.Position, j.Namespace, j.JobID))

@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/ledger"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
@@ -132,7 +132,7 @@ func TestE2E_Idle(t *testing.T) {
 	cfg := filepath.Join(dir, "governor.hcl")
 	must.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(idleConfig, filepath.Join(dir, "ledger.db"))), 0o644))
 	e.g = c.StartGovernor("-config", cfg)
-	e.gov = &gapi.Client{Address: e.g.Addr}
+	e.gov = &allotapi.Client{Address: e.g.Addr}
 	pe := &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
 
 	ids := make([]string, 20)

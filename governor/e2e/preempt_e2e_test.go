@@ -19,7 +19,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
@@ -124,7 +124,7 @@ func newPreemptEnv(t testing.TB) *preemptEnv {
 	cfg := filepath.Join(dir, "governor.hcl")
 	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nbackoff_base = \"2s\"\nbackoff_cap = \"10s\"\ngang_timeout = \"15s\"\n"), 0o644))
 	e.g = c.StartGovernor("-config", cfg)
-	e.gov = &gapi.Client{Address: e.g.Addr}
+	e.gov = &allotapi.Client{Address: e.g.Addr}
 	return &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
 }
 
@@ -198,7 +198,7 @@ func (e *preemptEnv) metric(name string) string {
 	return ""
 }
 
-func (e *preemptEnv) decisions() []gapi.Decision {
+func (e *preemptEnv) decisions() []allotapi.Decision {
 	ds, err := e.gov.Decisions(context.Background())
 	must.NoError(e.t, err)
 	return ds.Decisions

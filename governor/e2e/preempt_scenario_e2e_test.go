@@ -12,7 +12,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 var (
@@ -60,7 +60,7 @@ func (e *preemptEnv) reclaim() reclaimResult {
 	return res
 }
 
-func (e *preemptEnv) preemptionOf(ns, id string) gapi.Decision {
+func (e *preemptEnv) preemptionOf(ns, id string) allotapi.Decision {
 	e.t.Helper()
 	for _, d := range e.decisions() {
 		if d.Kind == "preemption" && d.Namespace == ns && d.JobID == id {
@@ -68,7 +68,7 @@ func (e *preemptEnv) preemptionOf(ns, id string) gapi.Decision {
 		}
 	}
 	e.t.Fatalf("no preemption by %s/%s in %v", ns, id, e.decisions())
-	return gapi.Decision{}
+	return allotapi.Decision{}
 }
 
 var (
@@ -137,7 +137,7 @@ func (e *preemptEnv) checkGangTimeout(t *testing.T) {
 		}
 		return nil
 	})
-	var rec *gapi.Decision
+	var rec *allotapi.Decision
 	for _, d := range e.decisions() {
 		if d.Kind == "requeue" && d.JobID == "gang" {
 			d := d

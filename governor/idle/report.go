@@ -5,16 +5,16 @@ import (
 	"sort"
 	"time"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/ledger"
 )
 
 // Answer builds /allot/v1/idle for a caller: candidates and policies of
 // the namespaces it may read; zombies (which name nodes, not tenants) for
 // management tokens only.
-func (s *Service) Answer(canRead func(ns string) bool, management bool) gapi.IdleAnswer {
-	out := gapi.IdleAnswer{Period: s.o.Period, Candidates: []gapi.IdleCandidate{}, Zombies: []gapi.IdleZombie{},
-		Policies: []gapi.IdlePolicy{}}
+func (s *Service) Answer(canRead func(ns string) bool, management bool) allotapi.IdleAnswer {
+	out := allotapi.IdleAnswer{Period: s.o.Period, Candidates: []allotapi.IdleCandidate{}, Zombies: []allotapi.IdleZombie{},
+		Policies: []allotapi.IdlePolicy{}}
 	tenants := s.Tenants()
 	for _, c := range s.o.Detector.Candidates() {
 		if management || canRead(c.Namespace) {
@@ -24,7 +24,7 @@ func (s *Service) Answer(canRead func(ns string) bool, management bool) gapi.Idl
 	if management {
 		out.Watched = s.o.Detector.Watched()
 		for _, z := range s.o.Detector.ZombieList() {
-			out.Zombies = append(out.Zombies, gapi.IdleZombie{Node: z.Node, DeviceID: z.DeviceID, Since: z.Since,
+			out.Zombies = append(out.Zombies, allotapi.IdleZombie{Node: z.Node, DeviceID: z.DeviceID, Since: z.Since,
 				LastSeen: z.LastSeen, MemoryMiB: z.MemoryMiB, Processes: z.Processes})
 		}
 	}
@@ -40,7 +40,7 @@ func (s *Service) Answer(canRead func(ns string) bool, management bool) gapi.Idl
 
 // totals reads the ledger's per-namespace figures for the caller's
 // namespaces; a ledger error leaves them out (logged).
-func (s *Service) totals(canRead func(string) bool, management bool, tenants map[string]Tenant) []gapi.IdleTotals {
+func (s *Service) totals(canRead func(string) bool, management bool, tenants map[string]Tenant) []allotapi.IdleTotals {
 	if s.o.Ledger == nil {
 		return nil
 	}
@@ -60,39 +60,39 @@ func (s *Service) totals(canRead func(string) bool, management bool, tenants map
 		s.o.Log.Warn("reading idle totals from the ledger failed", "error", err)
 		return nil
 	}
-	out := []gapi.IdleTotals{}
+	out := []allotapi.IdleTotals{}
 	for _, t := range ts {
-		out = append(out, gapi.IdleTotals(*t))
+		out = append(out, allotapi.IdleTotals(*t))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
 	return out
 }
 
-func candidate(c Candidate, a Action) gapi.IdleCandidate {
-	out := gapi.IdleCandidate{Namespace: c.Namespace, JobID: c.JobID, AllocID: c.AllocID, PriorityClass: c.Priority,
+func candidate(c Candidate, a Action) allotapi.IdleCandidate {
+	out := allotapi.IdleCandidate{Namespace: c.Namespace, JobID: c.JobID, AllocID: c.AllocID, PriorityClass: c.Priority,
 		Production: c.Production, Devices: c.Devices, Class: c.Class, Step: string(c.Step), IdleSince: c.IdleSince,
 		WarnedAt: c.WarnedAt, DueAt: c.DueAt, Action: string(a), IdleDeviceSeconds: c.IdleDeviceSeconds,
-		Samples: make([]gapi.IdleSample, 0, len(c.Samples))}
+		Samples: make([]allotapi.IdleSample, 0, len(c.Samples))}
 	if c.WarnOnly() {
 		out.Action = string(ActionWarn)
 	}
 	if c.Exemption != nil {
-		out.Exemption = &gapi.IdleExemption{Until: c.Exemption.Until, Reason: c.Exemption.Reason}
+		out.Exemption = &allotapi.IdleExemption{Until: c.Exemption.Until, Reason: c.Exemption.Reason}
 	}
 	for _, s := range c.Samples {
-		out.Samples = append(out.Samples, gapi.IdleSample(s))
+		out.Samples = append(out.Samples, allotapi.IdleSample(s))
 	}
 	return out
 }
 
-func policy(t Tenant) gapi.IdlePolicy {
-	p := gapi.IdlePolicy{Namespace: t.Namespace, Window: t.Policy.Window, ThresholdPct: t.Policy.ThresholdPct,
+func policy(t Tenant) allotapi.IdlePolicy {
+	p := allotapi.IdlePolicy{Namespace: t.Namespace, Window: t.Policy.Window, ThresholdPct: t.Policy.ThresholdPct,
 		MemoryMiB: t.Policy.MemoryMiB, Grace: t.Policy.Grace, Action: string(t.Policy.Action), UnclaimedTTL: t.Policy.UnclaimedTTL,
 		Problems: t.Problems}
 	if len(t.Exempt) > 0 {
-		p.Exemptions = map[string]gapi.IdleExemption{}
+		p.Exemptions = map[string]allotapi.IdleExemption{}
 		for job, e := range t.Exempt {
-			p.Exemptions[job] = gapi.IdleExemption(e)
+			p.Exemptions[job] = allotapi.IdleExemption(e)
 		}
 	}
 	return p

@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/engine"
 )
@@ -78,7 +78,7 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 	if !ok {
 		return
 	}
-	out := gapi.TenantList{Tenants: []gapi.Tenant{}}
+	out := allotapi.TenantList{Tenants: []allotapi.Tenant{}}
 	lending := engine.LendingOf(p.Tenants)
 	for _, t := range p.Tenants {
 		if c.CanRead(t.Namespace) {
@@ -88,8 +88,8 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 	writeJSON(w, http.StatusOK, out)
 }
 
-func tenantOf(t engine.TenantStatus, l engine.Lending) gapi.Tenant {
-	out := gapi.Tenant{Namespace: t.Namespace, Cohort: t.Cohort, Weight: t.Weight, Classes: t.Classes,
+func tenantOf(t engine.TenantStatus, l engine.Lending) allotapi.Tenant {
+	out := allotapi.Tenant{Namespace: t.Namespace, Cohort: t.Cohort, Weight: t.Weight, Classes: t.Classes,
 		DefaultClass: t.DefaultClass, Quota: t.Quota, Limit: t.Limit, Lend: t.Lend, Usage: t.Usage,
 		Borrowed: l.Borrowed[t.Namespace], Lent: l.Lent[t.Namespace], Queued: t.Queued, DominantShare: t.DominantShare}
 	if t.Err != nil {
@@ -106,10 +106,10 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		return
 	}
 	rd := c.Redactor(s.Store.Namespaces())
-	out := gapi.Queue{Total: len(p.Queue), Jobs: []gapi.QueueEntry{}}
+	out := allotapi.Queue{Total: len(p.Queue), Jobs: []allotapi.QueueEntry{}}
 	for _, v := range p.Queue {
 		if c.CanRead(v.Namespace) {
-			out.Jobs = append(out.Jobs, gapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
+			out.Jobs = append(out.Jobs, allotapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
 				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason),
 				Request: s.request(v.Namespace, v.JobID)})
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
@@ -44,7 +44,7 @@ func TestAudit15_WhyDecidesWithoutACycle(t *testing.T) {
 	before, _ := s.Store.Job("ml", "fresh")
 	kept := *before
 
-	c := &gapi.Client{Address: srv.URL, Token: "ml"}
+	c := &allotapi.Client{Address: srv.URL, Token: "ml"}
 	w, err := c.Why(context.Background(), "ml", "fresh")
 	must.NoError(t, err)
 	must.Eq(t, "queued", w.State)
@@ -76,8 +76,8 @@ func TestAudit27_DecisionsHideNamespaceAndClass(t *testing.T) {
 		}})
 	got, err := newDecisionServer(t, j).Decisions(context.Background())
 	must.NoError(t, err)
-	must.Eq(t, []gapi.Decision{{Time: at, Kind: "preemption", Namespace: "(hidden)", JobID: "(hidden)", Cause: "reclaim",
-		Reason: "(hidden)", Victims: []gapi.Victim{{Namespace: "ml", JobID: "mine", Class: "low", LostWorkSeconds: 60},
+	must.Eq(t, []allotapi.Decision{{Time: at, Kind: "preemption", Namespace: "(hidden)", JobID: "(hidden)", Cause: "reclaim",
+		Reason: "(hidden)", Victims: []allotapi.Victim{{Namespace: "ml", JobID: "mine", Class: "low", LostWorkSeconds: 60},
 			{Namespace: "(hidden)", JobID: "(hidden)"}}}}, got.Decisions)
 }
 

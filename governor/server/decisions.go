@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"sort"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
@@ -12,9 +12,9 @@ import (
 // classes serves GET /allot/v1/classes: the configured priority classes,
 // highest priority first (then by name).
 func (s *Server) classes(w http.ResponseWriter, r *http.Request, _ *auth.Caller) {
-	out := gapi.ClassList{Classes: []gapi.Class{}}
+	out := allotapi.ClassList{Classes: []allotapi.Class{}}
 	for name, c := range s.Classes {
-		out.Classes = append(out.Classes, gapi.Class{Name: name, Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted})
+		out.Classes = append(out.Classes, allotapi.Class{Name: name, Priority: c.Priority, Preemptible: c.Preemptible, Restricted: c.Restricted})
 	}
 	sort.Slice(out.Classes, func(i, j int) bool {
 		a, b := out.Classes[i], out.Classes[j]
@@ -32,7 +32,7 @@ func (s *Server) classes(w http.ResponseWriter, r *http.Request, _ *auth.Caller)
 // may not read shows as "(hidden)", namespace and class included (audit
 // #27), and texts naming one are redacted.
 func (s *Server) decisions(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
-	out := gapi.DecisionList{Decisions: []gapi.Decision{}}
+	out := allotapi.DecisionList{Decisions: []allotapi.Decision{}}
 	if s.Journal != nil {
 		rd := c.Redactor(s.Store.Namespaces())
 		for _, rec := range s.Journal.Recent() {
@@ -44,17 +44,17 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request, c *auth.Calle
 	writeJSON(w, http.StatusOK, out)
 }
 
-func decisionOf(rec reconcile.Record, canRead func(string) bool, rd auth.Redactor) (gapi.Decision, bool) {
-	d := gapi.Decision{Time: rec.Time, Kind: rec.Kind, Namespace: rec.Namespace, JobID: rec.JobID, Class: rec.Class,
+func decisionOf(rec reconcile.Record, canRead func(string) bool, rd auth.Redactor) (allotapi.Decision, bool) {
+	d := allotapi.Decision{Time: rec.Time, Kind: rec.Kind, Namespace: rec.Namespace, JobID: rec.JobID, Class: rec.Class,
 		Cause: rec.Cause, Reason: rd.Text(rec.Reason)}
 	seen := canRead(rec.Namespace)
 	if !seen {
 		d.Namespace, d.JobID, d.Class, d.Reason = auth.Hidden, auth.Hidden, "", auth.Hidden
 	}
 	for _, v := range rec.Victims {
-		gv := gapi.Victim{Namespace: auth.Hidden, JobID: auth.Hidden}
+		gv := allotapi.Victim{Namespace: auth.Hidden, JobID: auth.Hidden}
 		if canRead(v.Namespace) {
-			gv = gapi.Victim{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class, LostWorkSeconds: v.LostWork.Seconds()}
+			gv = allotapi.Victim{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class, LostWorkSeconds: v.LostWork.Seconds()}
 			seen = true
 		}
 		d.Victims = append(d.Victims, gv)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/reconcile"
 )
@@ -15,7 +15,7 @@ import (
 func TestClassesByPriority(t *testing.T) {
 	got, err := newDecisionServer(t, nil).Classes(context.Background())
 	must.NoError(t, err)
-	must.Eq(t, []gapi.Class{
+	must.Eq(t, []allotapi.Class{
 		{Name: "production", Priority: 90, Restricted: true},
 		{Name: "standard", Priority: 50, Preemptible: true},
 		{Name: "also-low", Priority: 30},
@@ -35,10 +35,10 @@ func TestDecisionsNewestFirstAndFiltered(t *testing.T) {
 	j.Add(reconcile.Record{Time: at.Add(2 * time.Minute), Kind: "requeue", Namespace: "ml", JobID: "gang", Cause: "gang-timeout", Reason: "gang timeout"})
 	got, err := newDecisionServer(t, j).Decisions(context.Background())
 	must.NoError(t, err)
-	must.Eq(t, []gapi.Decision{
+	must.Eq(t, []allotapi.Decision{
 		{Time: at.Add(2 * time.Minute), Kind: "requeue", Namespace: "ml", JobID: "gang", Cause: "gang-timeout", Reason: "gang timeout"},
 		{Time: at, Kind: "preemption", Namespace: "ml", JobID: "boss", Class: "standard", Cause: "reclaim", Reason: "tenant ml reclaims",
-			Victims: []gapi.Victim{{Namespace: "(hidden)", JobID: "(hidden)"}, {Namespace: "ml", JobID: "own", Class: "low", LostWorkSeconds: 1}}},
+			Victims: []allotapi.Victim{{Namespace: "(hidden)", JobID: "(hidden)"}, {Namespace: "ml", JobID: "own", Class: "low", LostWorkSeconds: 1}}},
 	}, got.Decisions)
 }
 

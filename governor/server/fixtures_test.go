@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
@@ -71,12 +71,12 @@ func testServer(t *testing.T, p *engine.Plan, synced bool, mod func(*Server)) (*
 	return s, srv
 }
 
-func newServer(t *testing.T, p *engine.Plan, synced bool) *gapi.Client {
+func newServer(t *testing.T, p *engine.Plan, synced bool) *allotapi.Client {
 	_, srv := testServer(t, p, synced, nil)
-	return &gapi.Client{Address: srv.URL, Token: "ml"}
+	return &allotapi.Client{Address: srv.URL, Token: "ml"}
 }
 
-func newDecisionServer(t *testing.T, j *reconcile.Journal) *gapi.Client {
+func newDecisionServer(t *testing.T, j *reconcile.Journal) *allotapi.Client {
 	_, srv := testServer(t, samplePlan(), true, func(s *Server) {
 		s.Journal = j
 		s.Classes = map[string]engine.Class{
@@ -84,7 +84,7 @@ func newDecisionServer(t *testing.T, j *reconcile.Journal) *gapi.Client {
 			"low": {Priority: 30, Preemptible: true}, "also-low": {Priority: 30},
 		}
 	})
-	return &gapi.Client{Address: srv.URL, Token: "ml"}
+	return &allotapi.Client{Address: srv.URL, Token: "ml"}
 }
 
 var errBadMeta = errors.New("bad meta")

@@ -3,13 +3,13 @@ package server
 import (
 	"net/http"
 
-	"github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 )
 
 // IdleReports answers /allot/v1/idle (governor/idle.Service).
 type IdleReports interface {
-	Answer(canRead func(ns string) bool, management bool) api.IdleAnswer
+	Answer(canRead func(ns string) bool, management bool) allotapi.IdleAnswer
 }
 
 // idle serves the idle ladder, restricted to the namespaces the caller

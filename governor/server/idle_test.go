@@ -7,17 +7,17 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	"github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // fakeIdle answers with one candidate per namespace the caller may read.
 type fakeIdle struct{}
 
-func (fakeIdle) Answer(canRead func(string) bool, management bool) api.IdleAnswer {
-	out := api.IdleAnswer{Candidates: []api.IdleCandidate{}}
+func (fakeIdle) Answer(canRead func(string) bool, management bool) allotapi.IdleAnswer {
+	out := allotapi.IdleAnswer{Candidates: []allotapi.IdleCandidate{}}
 	for _, ns := range []string{"ml", "other"} {
 		if management || canRead(ns) {
-			out.Candidates = append(out.Candidates, api.IdleCandidate{Namespace: ns, JobID: "j"})
+			out.Candidates = append(out.Candidates, allotapi.IdleCandidate{Namespace: ns, JobID: "j"})
 		}
 	}
 	return out
@@ -28,7 +28,7 @@ func TestIdleSeesOnlyReadableNamespaces(t *testing.T) {
 	for token, want := range map[string]int{"ml": 1, "root": 2} {
 		code, body := get(t, srv.URL+"/allot/v1/idle", token)
 		must.Eq(t, http.StatusOK, code)
-		var a api.IdleAnswer
+		var a allotapi.IdleAnswer
 		must.NoError(t, json.Unmarshal([]byte(body), &a))
 		must.Len(t, want, a.Candidates, must.Sprint(token))
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/quota"
 )
@@ -38,7 +38,7 @@ func TestAPIShowsOnlyReadableNamespaces(t *testing.T) {
 	q, err := c.Queue(ctx)
 	must.NoError(t, err)
 	must.Eq(t, 2, q.Total)
-	must.Eq(t, []gapi.QueueEntry{{Namespace: "ml", JobID: "big.Job_1", Class: "standard", Position: 1, TenantPosition: 1,
+	must.Eq(t, []allotapi.QueueEntry{{Namespace: "ml", JobID: "big.Job_1", Class: "standard", Position: 1, TenantPosition: 1,
 		Reason: "limit: needs 4 gpu; tenant ml uses 8 of limit 8"}}, q.Jobs)
 	_, err = c.Why(ctx, "secret", "x")
 	must.ErrorContains(t, err, "status 403")
@@ -79,7 +79,7 @@ func TestWhyShowsEveryCheckWithNumbers(t *testing.T) {
 	w, err := c.Why(context.Background(), "ml", "big.Job_1")
 	must.NoError(t, err)
 	must.Eq(t, "queued", w.State)
-	must.Eq(t, []gapi.Check{{Name: "class", OK: true, Detail: "class standard (priority 50)"},
+	must.Eq(t, []allotapi.Check{{Name: "class", OK: true, Detail: "class standard (priority 50)"},
 		{Name: "limit", Detail: "needs 4 gpu; tenant ml uses 8 of limit 8"}}, w.Checks)
 }
 
@@ -123,11 +123,11 @@ func TestAPIServesLendingAndRequests(t *testing.T) {
 	s, srv := testServer(t, p, true, nil)
 	s.Store.PutEngineJob(&engine.Job{Namespace: "ml", ID: "big.Job_1", Groups: []engine.Group{
 		{Name: "g", Count: 2, CPU: 100, MemoryMB: 64, Devices: []engine.DeviceRequest{{Name: "nvidia/gpu", Count: 2}}}}})
-	c := &gapi.Client{Address: srv.URL, Token: "root"}
+	c := &allotapi.Client{Address: srv.URL, Token: "root"}
 	ctx := context.Background()
 	ts, err := c.Tenants(ctx)
 	must.NoError(t, err)
-	byNS := map[string]gapi.Tenant{}
+	byNS := map[string]allotapi.Tenant{}
 	for _, tn := range ts.Tenants {
 		byNS[tn.Namespace] = tn
 	}

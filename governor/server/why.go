@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/engine"
 )
@@ -38,11 +38,11 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		return
 	}
 	rd := c.Redactor(s.Store.Namespaces())
-	out := gapi.Why{Namespace: ns, JobID: id, State: v.State.String(), Class: v.Class, Position: v.Position,
-		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), Checks: []gapi.Check{}}
+	out := allotapi.Why{Namespace: ns, JobID: id, State: v.State.String(), Class: v.Class, Position: v.Position,
+		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), Checks: []allotapi.Check{}}
 	for _, ch := range v.Checks {
 		ch := ch
-		out.Checks = append(out.Checks, gapi.Check{Name: ch.Name, OK: ch.OK, Detail: rd.Text(ch.Text())})
+		out.Checks = append(out.Checks, allotapi.Check{Name: ch.Name, OK: ch.OK, Detail: rd.Text(ch.Text())})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 		"driver imports governor":   {pkg: pkgOf("task-driver/ckpt", "governor/jobmeta"), want: "governor/jobmeta"},
 		"plugin imports driver":     {pkg: pkgOf("device-plugin/accel", "task-driver/ckpt"), want: "task-driver/ckpt"},
 		"cli imports engine":        {pkg: pkgOf("cli/queue", "governor/engine"), want: "governor/engine"},
-		"cli imports api client":    {pkg: pkgOf("cli/queue", "governor/api", "cli/internal/cmdutil")},
+		"cli imports api client":    {pkg: pkgOf("cli/queue", "governor/allotapi", "cli/internal/cmdutil")},
 		"sim imports wiring":        {pkg: pkgOf("governor/sim", "governor/agent"), want: "governor/agent"},
 		"code imports test harness": {pkg: pkgOf("governor/server", "internal/testcluster"), want: "internal/testcluster"},
 		"leaf imports anything":     {pkg: pkgOf("governor/jobmeta", "governor/quota"), want: "governor/quota"},

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/urfave/cli/v2"
 
-	gapi "github.com/allot-sh/allot/governor/api"
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/config"
 )
 
@@ -89,12 +89,12 @@ func oneShotHTTPClient() *http.Client {
 }
 
 // Governor returns a client of the governor's /allot/v1 API.
-func Governor(c *cli.Context) *gapi.Client {
+func Governor(c *cli.Context) *allotapi.Client {
 	addr := str(c, FlagAllotAddress)
 	if addr == "" {
 		addr = address(c)
 	}
-	return &gapi.Client{Address: strings.TrimRight(addr, "/"), Token: str(c, FlagToken),
+	return &allotapi.Client{Address: strings.TrimRight(addr, "/"), Token: str(c, FlagToken),
 		HTTP: &http.Client{Timeout: 30 * time.Second}}
 }
 

@@ -1,6 +1,6 @@
-// Package api holds the wire types of the governor's /allot/v1 HTTP API
+// Package allotapi holds the wire types of the governor's /allot/v1 HTTP API
 // and a typed client for it (used by allotctl and the tests).
-package api
+package allotapi
 
 import "time"
 
