@@ -1,8 +1,6 @@
 package report
 
 import (
-	"time"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/governor/ledger"
@@ -17,24 +15,8 @@ func capacityCommand() *cli.Command {
 			"queued jobs for the pool's model; Shortage = waiting / capacity that was up,\n" +
 			"and the pools are ranked by it.",
 		Flags:  Flags(false),
-		Action: capacityAction,
+		Action: reportAction("/allot/v1/capacity", false, CapacityTable),
 	}
-}
-
-func capacityAction(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	v, err := Window(c, time.Now())
-	if err != nil {
-		return err
-	}
-	var out ledger.CapacityAnswer
-	if err := Get(c, "/allot/v1/capacity", v, &out); err != nil {
-		return err
-	}
-	header, rows := CapacityTable(out)
-	return Output(c, out, header, rows)
 }
 
 // CapacityTable renders one row per pool and model, in the API's order.

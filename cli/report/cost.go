@@ -1,8 +1,6 @@
 package report
 
 import (
-	"time"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/governor/ledger"
@@ -18,25 +16,8 @@ func costCommand() *cli.Command {
 			"capacity is listed on its own lines; with idle_policy = \"share\" the Idle share\n" +
 			"column shows each group's part of it.",
 		Flags:  Flags(true),
-		Action: costAction,
+		Action: reportAction("/allot/v1/cost", true, CostTable),
 	}
-}
-
-func costAction(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	v, err := Window(c, time.Now())
-	if err != nil {
-		return err
-	}
-	v.Set(FlagBy, c.String(FlagBy))
-	var out ledger.CostAnswer
-	if err := Get(c, "/allot/v1/cost", v, &out); err != nil {
-		return err
-	}
-	header, rows := CostTable(out)
-	return Output(c, out, header, rows)
 }
 
 // CostTable renders cost rows, then one row per idle pool and model, then

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -15,25 +14,8 @@ func usageCommand() *cli.Command {
 		Name:   "usage",
 		Usage:  "device-hours, run and wait time, failures and preemptions per group",
 		Flags:  Flags(true),
-		Action: usageAction,
+		Action: reportAction("/allot/v1/usage", true, UsageTable),
 	}
-}
-
-func usageAction(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	v, err := Window(c, time.Now())
-	if err != nil {
-		return err
-	}
-	v.Set(FlagBy, c.String(FlagBy))
-	var out ledger.UsageAnswer
-	if err := Get(c, "/allot/v1/usage", v, &out); err != nil {
-		return err
-	}
-	header, rows := UsageTable(out)
-	return Output(c, out, header, rows)
 }
 
 // UsageTable renders usage rows: the -by columns, then the numbers.
