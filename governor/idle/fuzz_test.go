@@ -1,0 +1,34 @@
+package idle
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// FuzzParseTenant feeds tenant-written allot.idle.* meta (two keys, any
+// values) over the default policy: never a panic, a refused value keeps
+// the default, and what is accepted stays within the policy's bounds.
+func FuzzParseTenant(f *testing.F) {
+	f.Add(KeyWindow, "2h", KeyThreshold, "5%")
+	f.Add(KeyGrace, "-1s", KeyAction, "checkpoint")
+	f.Add(KeyMemory, "1024MiB", KeyTTL, "72h")
+	f.Add(KeyExemptPrefix+"train", "until=2027-01-01T00:00:00Z;reason=demo", KeyAction, "nuke")
+	f.Add(KeyThreshold, "NaN", KeyWindow, "0s")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		def := DefaultPolicy()
+		got := ParseTenant("ml", map[string]string{k1: v1, k2: v2}, def)
+		p := got.Policy
+		must.Positive(t, p.Window)
+		must.GreaterEq(t, 0, p.Grace)
+		must.GreaterEq(t, 0, p.UnclaimedTTL)
+		must.True(t, p.ThresholdPct >= 0 && p.ThresholdPct <= 100, must.Sprintf("threshold %v", p.ThresholdPct))
+		must.GreaterEq(t, 0, p.MemoryMiB)
+		_, err := parseAction(string(p.Action))
+		must.NoError(t, err)
+		for _, e := range got.Exempt {
+			must.False(t, e.Until.Equal(time.Time{}), must.Sprint("an exemption has an expiry"))
+		}
+	})
+}
