@@ -77,6 +77,9 @@ type Config struct {
 	// Consul token on this cluster (tokens.go): SubmitterTokensAuto
 	// (default), SubmitterTokensRequired or SubmitterTokensNone.
 	SubmitterTokens string
+	// HA configures leader election among several governors (ha.go);
+	// disabled without an ha block.
+	HA HA
 }
 
 // Nomad is how the governor reaches Nomad.
@@ -136,6 +139,7 @@ func Default() Config {
 		Ledger:            defaultLedger(),
 		Idle:              defaultIdle(),
 		SubmitterTokens:   SubmitterTokensAuto,
+		HA:                defaultHA(),
 	}
 }
 
@@ -182,6 +186,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateLedger()...)
 	errs = append(errs, c.validateIdle()...)
 	errs = append(errs, c.validateTokens()...)
+	errs = append(errs, c.validateHA()...)
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,

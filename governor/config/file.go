@@ -35,6 +35,7 @@ type fileConfig struct {
 	Ledger            *fileLedger  `hcl:"ledger,block"`
 	Idle              *fileIdle    `hcl:"idle,block"`
 	SubmitterTokens   *string      `hcl:"submitter_tokens"`
+	HA                *fileHA      `hcl:"ha,block"`
 }
 
 type fileNomad struct {
@@ -120,6 +121,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	errs = append(errs, c.applySecurity(f)...)
 	errs = append(errs, c.applyLedger(f.Ledger)...)
 	errs = append(errs, c.applyIdle(f.Idle)...)
+	errs = append(errs, c.applyHA(f.HA)...)
 	errs = append(errs, c.applyAdmission(fileAdmission{KeyFile: f.AdmissionKeyFile, KeyNamespace: f.AdmissionKeyNS})...)
 	for _, fc := range f.Classes {
 		cl := Class{Priority: fc.Priority, Preemptible: true}

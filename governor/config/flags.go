@@ -24,6 +24,7 @@ func Load(args []string, env func(string) string, stderr io.Writer) (Config, err
 		listen = fs.String("listen", "", "listen address of the proxy and API (default "+DefaultListen+")")
 		level  = fs.String("log-level", "", "log level: trace, debug, info, warn, error")
 		data   = fs.String("data-dir", "", "the governor's data directory (the ledger defaults to SQLite at <data-dir>/ledger.db)")
+		ha     = haFlags(fs)
 	)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -44,7 +45,9 @@ func Load(args []string, env func(string) string, stderr io.Writer) (Config, err
 	setEnv(&c.Listen, *listen)
 	setEnv(&c.LogLevel, *level)
 	setEnv(&c.DataDir, *data)
+	ha.apply(&c, env)
 	c.resolveLedger()
+	c.resolveHA(osHostname)
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("invalid configuration: %w", err)
 	}
@@ -54,5 +57,31 @@ func Load(args []string, env func(string) string, stderr io.Writer) (Config, err
 func setEnv(dst *string, v string) {
 	if v != "" {
 		*dst = v
+	}
+}
+
+// haFlagSet holds the HA flags: -ha-consul-addr turns HA on (as an ha
+// block does); -ha-member-id and -ha-advertise override the block.
+type haFlagSet struct{ consul, member, advertise *string }
+
+func haFlags(fs *flag.FlagSet) haFlagSet {
+	return haFlagSet{
+		consul:    fs.String("ha-consul-addr", "", "Consul HTTP address; turns high availability on (docs/ha.md)"),
+		member:    fs.String("ha-member-id", "", "this governor's id among the HA members (default <hostname>-<port>)"),
+		advertise: fs.String("ha-advertise", "", "URL other governors forward admissions to when this one leads (default http://<listen>)"),
+	}
+}
+
+// apply applies the flags over c; with HA on, $CONSUL_HTTP_TOKEN is the
+// default Consul token.
+func (h haFlagSet) apply(c *Config, env func(string) string) {
+	if *h.consul != "" {
+		c.HA.Enabled = true
+		c.HA.Consul.Address = *h.consul
+	}
+	setEnv(&c.HA.MemberID, *h.member)
+	setEnv(&c.HA.Advertise, *h.advertise)
+	if c.HA.Enabled && c.HA.Consul.Token == "" {
+		c.HA.Consul.Token = env("CONSUL_HTTP_TOKEN")
 	}
 }
