@@ -26,6 +26,9 @@ var (
 	ErrConflict = errors.New("job changed since the decision")
 	// ErrGone means the job no longer exists.
 	ErrGone = errors.New("job no longer exists")
+	// ErrNotLeader means this governor does not lead (HA): it writes
+	// nothing (fence.go).
+	ErrNotLeader = errors.New("not the leader: the governor writes nothing")
 )
 
 // Jobs is the part of the Nomad API the actuator uses.
@@ -45,6 +48,10 @@ type Actuator struct {
 	Sealer *jobmeta.Sealer
 	Log    hclog.Logger
 	Now    func() time.Time
+	// Fence, when set (HA), is the leader's lease: every write checks it
+	// right before it is sent, carries its term and ends by its deadline
+	// (fence.go). nil: a single governor, every write allowed.
+	Fence Fence
 
 	// stuck holds job versions Nomad refused to register without their
 	// submitter's Vault/Consul token (audit #19): key → JobModifyIndex.
@@ -99,6 +106,10 @@ func (a *Actuator) Apply(ctx context.Context, p *engine.Plan) Result {
 			res.Blocked = append(res.Blocked, Blocked{Decision: d, Err: err})
 			a.Log.Warn("Nomad needs the submitter's Vault/Consul token to write this job; not retried until the job changes",
 				"action", d.Action, "job", d.Namespace+"/"+d.JobID, "error", err)
+		case errors.Is(err, ErrNotLeader):
+			res.Errors = append(res.Errors, err)
+			a.Log.Info("lost the lead: the rest of the plan is not applied", "job", d.Namespace+"/"+d.JobID)
+			return res
 		case errors.Is(err, ErrGone):
 			a.Log.Debug("job gone before the decision was applied", "job", d.Namespace+"/"+d.JobID)
 		case err != nil:
@@ -130,6 +141,11 @@ func (a *Actuator) applyOne(ctx context.Context, d engine.Decision) (bool, strin
 	if a.isBlocked(d) {
 		return false, "", nil // refused for want of a token: recorded once, not retried
 	}
+	ctx, epoch, cancel, err := a.fenced(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	defer cancel()
 	job, _, err := a.Jobs.Info(d.JobID, (&api.QueryOptions{Namespace: d.Namespace}).WithContext(ctx))
 	if isNotFound(err) {
 		if a.Store != nil {
@@ -150,13 +166,13 @@ func (a *Actuator) applyOne(ctx context.Context, d engine.Decision) (bool, strin
 			ErrConflict, d.Namespace, d.JobID, state, *job.JobModifyIndex, d.Action, d.Version)
 	}
 	if d.Action == engine.Stop {
-		changed, err := a.stop(ctx, d)
+		changed, err := a.stop(ctx, d, epoch)
 		return changed, prev.SubmittedBy, err
 	}
-	if err := a.mutate(job, prev, d); err != nil {
+	if err := a.mutate(job, prev, d, epoch); err != nil {
 		return false, "", fmt.Errorf("writing the governor record of %s/%s: %w", d.Namespace, d.JobID, err)
 	}
-	if err := a.write(ctx, job, d); err != nil {
+	if err := a.write(ctx, job, d, epoch); err != nil {
 		return false, prev.SubmittedBy, a.blocked(d, err)
 	}
 	return true, prev.SubmittedBy, nil
@@ -187,12 +203,12 @@ func applicable(act engine.Action, s engine.State) bool {
 // mutate sets the job contract's fields for the decision through the
 // jobmeta writers: prev is the governor record of the job as Nomad stores
 // it (verified), so nothing a user wrote into allot.* keys is carried.
-func (a *Actuator) mutate(job *api.Job, prev jobmeta.Record, d engine.Decision) error {
+func (a *Actuator) mutate(job *api.Job, prev jobmeta.Record, d engine.Decision, epoch uint64) error {
 	prio := d.Priority
 	if prio > 0 && d.Action != engine.Forget {
 		job.Priority = &prio
 	}
-	st := jobmeta.Stamp{Now: a.Now().UTC()}
+	st := jobmeta.Stamp{Now: a.Now().UTC(), Epoch: epoch}
 	switch d.Action {
 	case engine.Admit:
 		return a.Sealer.Admit(job, prev, st)
@@ -208,9 +224,12 @@ func (a *Actuator) mutate(job *api.Job, prev jobmeta.Record, d engine.Decision) 
 
 // write registers the job with EnforceIndex. A failed write is a conflict
 // when the job's modify index moved meanwhile.
-func (a *Actuator) write(ctx context.Context, job *api.Job, d engine.Decision) error {
+func (a *Actuator) write(ctx context.Context, job *api.Job, d engine.Decision, epoch uint64) error {
 	opts := &api.RegisterOptions{EnforceIndex: true, ModifyIndex: d.Version}
-	resp, _, err := a.Jobs.RegisterOpts(job, opts, (&api.WriteOptions{Namespace: d.Namespace}).WithContext(ctx))
+	if err := a.check(epoch); err != nil {
+		return err
+	}
+	resp, _, err := a.Jobs.RegisterOpts(job, opts, writeOpts(ctx, d.Namespace, epoch))
 	if err != nil {
 		cur, _, rerr := a.Jobs.Info(d.JobID, (&api.QueryOptions{Namespace: d.Namespace}).WithContext(ctx))
 		if rerr == nil && *cur.JobModifyIndex != d.Version {
@@ -273,8 +292,11 @@ func (a *Actuator) isBlocked(d engine.Decision) bool {
 // stop deregisters (without purge) a job the governor cannot hold, such
 // as a dispatched child, which Nomad 1.6.1 cannot update. Nomad's
 // deregister has no check-and-set: the version was checked just before.
-func (a *Actuator) stop(ctx context.Context, d engine.Decision) (bool, error) {
-	if _, _, err := a.Jobs.Deregister(d.JobID, false, (&api.WriteOptions{Namespace: d.Namespace}).WithContext(ctx)); err != nil {
+func (a *Actuator) stop(ctx context.Context, d engine.Decision, epoch uint64) (bool, error) {
+	if err := a.check(epoch); err != nil {
+		return false, err
+	}
+	if _, _, err := a.Jobs.Deregister(d.JobID, false, writeOpts(ctx, d.Namespace, epoch)); err != nil {
 		return false, fmt.Errorf("stopping job %s/%s: %w", d.Namespace, d.JobID, err)
 	}
 	return true, nil

@@ -1,0 +1,59 @@
+package actuate
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// EpochHeader carries the writer's leader term on every Nomad write the
+// governor makes (besides the allot.epoch meta of job registers), so a
+// log of the writes Nomad received shows which term sent each.
+const EpochHeader = "X-Allot-Epoch"
+
+// Fence is the leader's lease (governor/ha through the agent).
+type Fence interface {
+	// Lease returns this governor's current term and the end of its lease
+	// on the monotonic clock; ok is false when it does not lead now (or
+	// its lease may have expired).
+	Lease() (epoch uint64, deadline time.Time, ok bool)
+}
+
+// fenced returns ctx bounded by the lease's deadline and the term it
+// writes under (0 without a Fence). ErrNotLeader when it does not lead.
+func (a *Actuator) fenced(ctx context.Context) (context.Context, uint64, context.CancelFunc, error) {
+	if a.Fence == nil {
+		return ctx, 0, func() {}, nil
+	}
+	epoch, deadline, ok := a.Fence.Lease()
+	if !ok {
+		return ctx, 0, func() {}, ErrNotLeader
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	return ctx, epoch, cancel, nil
+}
+
+// check is the last look before a write is sent: the lease of the term
+// the write carries must still hold.
+func (a *Actuator) check(epoch uint64) error {
+	if a.Fence == nil {
+		return nil
+	}
+	cur, _, ok := a.Fence.Lease()
+	if !ok || cur != epoch {
+		return ErrNotLeader
+	}
+	return nil
+}
+
+// writeOpts are the options of one write: namespace, context, and the
+// term in EpochHeader (when there is one).
+func writeOpts(ctx context.Context, ns string, epoch uint64) *api.WriteOptions {
+	o := &api.WriteOptions{Namespace: ns}
+	if epoch > 0 {
+		o.Headers = map[string]string{EpochHeader: strconv.FormatUint(epoch, 10)}
+	}
+	return o.WithContext(ctx)
+}
