@@ -61,6 +61,16 @@ func (p *Proxy) send(ctx context.Context, method string, u url.URL, h http.Heade
 	for _, b := range body {
 		n += int64(len(b))
 	}
+	h = h.Clone()
+	if method != http.MethodGet {
+		// Under HA a write is sent only while this governor's lease holds.
+		fenced, cancel, err := p.fence(ctx, h)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer cancel()
+		ctx = fenced
+	}
 	out, err := http.NewRequestWithContext(ctx, method, u.String(), pr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building request to Nomad: %w", err)
@@ -70,7 +80,7 @@ func (p *Proxy) send(ctx context.Context, method string, u url.URL, h http.Heade
 	} else {
 		out.ContentLength = n
 	}
-	out.Header = h.Clone()
+	out.Header = h
 	// Nomad would gzip the response and the governor unzip it again, on
 	// every submission: ask for it plain.
 	out.Header.Set("Accept-Encoding", "identity")

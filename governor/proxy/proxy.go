@@ -66,6 +66,9 @@ type Proxy struct {
 	region   string
 	system   string
 	slots    chan struct{}
+	// lead and fwd: HA (ha.go); lead nil without HA.
+	lead Leadership
+	fwd  leaderForwarder
 }
 
 // Options configure a Proxy.
@@ -103,6 +106,12 @@ type Options struct {
 	SystemJobs string
 	Log        hclog.Logger
 	Metrics    *metrics.Metrics
+	// Leadership, under HA, says whether this governor admits or forwards
+	// admission routes to the leader (ha.go); nil: it admits.
+	Leadership Leadership
+	// LeaderTransport reaches the leader's advertise URL (the default
+	// transport when nil).
+	LeaderTransport http.RoundTripper
 }
 
 // New returns a proxy to opts.Target.
@@ -130,6 +139,10 @@ func New(opts Options) *Proxy {
 	p := &Proxy{target: opts.Target, rp: rp, client: &http.Client{Transport: tr}, rec: opts.Reconciler,
 		store: opts.Store, governed: opts.Governed, auth: opts.Auth, log: opts.Log, metrics: opts.Metrics,
 		maxBody: opts.MaxBody, region: opts.Region, system: opts.SystemJobs}
+	p.lead, p.fwd = opts.Leadership, leaderForwarder{tr: opts.LeaderTransport, log: opts.Log.Named("ha")}
+	if p.fwd.tr == nil {
+		p.fwd.tr = http.DefaultTransport
+	}
 	p.tenant = tenantsOf(opts.Book)
 	p.sealer = opts.Sealer
 	if p.sealer == nil {
@@ -176,9 +189,15 @@ func tenantsOf(b *quota.Book) func(string) (quota.Tenant, bool) {
 
 // ServeHTTP routes one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Header.Del(EpochHeader) // only a leader's own writes carry a term
 	kind, id := Classify(r.Method, r.URL.Path)
 	if kind == Passthrough {
 		p.rp.ServeHTTP(w, r)
+		return
+	}
+	// Under HA only the leader admits: a standby forwards (or answers 503
+	// while there is no leader), so reservations stay in one place.
+	if r = p.routeHA(w, r); r == nil {
 		return
 	}
 	if !p.store.Ready() {
@@ -227,6 +246,9 @@ func (p *Proxy) answer(w http.ResponseWriter, kind Kind, r *http.Request, err er
 	switch {
 	case err == nil:
 	case errors.As(err, &ref):
+		if ref.status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", retryAfterNoLeader)
+		}
 		http.Error(w, "allot-governor: "+ref.msg, ref.status)
 	case isAuthError(err):
 		denyAuth(w, err)

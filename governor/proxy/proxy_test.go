@@ -40,6 +40,8 @@ type fakeNomad struct {
 	dispatched int
 	// failWrites, when set, answers every PUT/POST with this status.
 	failWrites int
+	// epochs records the X-Allot-Epoch header of every request (HA).
+	epochs []string
 }
 
 func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -47,6 +49,7 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.bodies[r.Method+" "+r.URL.Path] = body
 	f.tokens = append(f.tokens, r.Header.Get("X-Nomad-Token"))
+	f.epochs = append(f.epochs, r.Header.Get(EpochHeader))
 	status := f.status
 	if f.failWrites != 0 && r.Method != "GET" {
 		status = f.failWrites

@@ -129,7 +129,7 @@ func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *s
 	cand.Namespace = ns
 	cand.NeedsToken = p.store.NeedsSubmitterToken(j)
 	carry(cand, prev)
-	st := jobmeta.Stamp{Now: time.Now(), SubmittedBy: sub.t.Accessor}
+	st := jobmeta.Stamp{Now: time.Now(), SubmittedBy: sub.t.Accessor, Epoch: epochOf(r)}
 	mark := func(hold bool) func(reconcile.Verdict) ([][]byte, error) {
 		return func(reconcile.Verdict) ([][]byte, error) {
 			var err error
