@@ -4,6 +4,8 @@ go 1.20
 
 require (
 	github.com/NVIDIA/go-nvml v0.13.4-1
+	github.com/chromedp/cdproto v0.0.0-20230802225258-3cf4e6d46a89
+	github.com/chromedp/chromedp v0.9.2
 	github.com/google/go-cmp v0.5.9
 	github.com/hashicorp/consul-template v0.31.0
 	github.com/hashicorp/go-hclog v1.6.3
@@ -17,6 +19,15 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/zclconf/go-cty v1.12.1
 	golang.org/x/sys v0.8.0
+)
+
+require (
+	github.com/chromedp/sysutil v1.0.0 // indirect
+	github.com/gobwas/httphead v0.1.0 // indirect
+	github.com/gobwas/pool v0.2.1 // indirect
+	github.com/gobwas/ws v1.2.1 // indirect
+	github.com/josharian/intern v1.0.0 // indirect
+	github.com/mailru/easyjson v0.7.7 // indirect
 )
 
 require (
