@@ -64,7 +64,7 @@ func (e *Env) startGovernor(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	e.Governor = p
-	if err := p.WaitHTTP(ctx, e.GovernorAddr()+"/healthz"); err != nil {
+	if err := p.WaitHTTP(ctx, e.GovernorAddr()+"/readyz"); err != nil {
 		return fmt.Errorf("starting the governor: %w", err)
 	}
 	fmt.Fprintf(out, "    governor ready on %s (log: %s)\n", e.GovernorAddr(), p.LogPath)

@@ -54,10 +54,12 @@ func (c *Client) Decisions(ctx context.Context) (*DecisionList, error) {
 	return &out, c.get(ctx, "/allot/v1/decisions", &out)
 }
 
-// Healthy returns nil when the governor reports itself healthy.
+// Healthy returns nil when the governor reports itself ready (GET
+// /readyz: synced, and under HA leading or a standby that knows the
+// leader).
 func (c *Client) Healthy(ctx context.Context) error {
 	var out map[string]string
-	return c.get(ctx, "/healthz", &out)
+	return c.get(ctx, "/readyz", &out)
 }
 
 func (c *Client) get(ctx context.Context, path string, out any) error {

@@ -63,6 +63,9 @@ type Server struct {
 	Ledger LedgerReports
 	// Idle answers /allot/v1/idle (nil: 404).
 	Idle IdleReports
+	// HA is the election's state under HA (ha.go); nil for a single
+	// governor.
+	HA HA
 }
 
 // Handler returns the whole HTTP surface.
@@ -78,7 +81,9 @@ func (s *Server) Handler() http.Handler {
 	for _, kind := range []string{ledger.ReportUsage, ledger.ReportCost, ledger.ReportCapacity, ledger.ReportAudit} {
 		mux.HandleFunc("/allot/v1/"+kind, s.authed(s.ledgerRoute(kind)))
 	}
+	mux.HandleFunc("/allot/v1/status", s.authed(s.status))
 	mux.HandleFunc("/healthz", s.health)
+	mux.HandleFunc("/readyz", s.ready)
 	if s.Debug {
 		mux.HandleFunc("/debug/pprof/", s.management(pprof.Index))
 		mux.HandleFunc("/debug/pprof/profile", s.management(pprof.Profile))
@@ -109,15 +114,4 @@ func writeErr(w http.ResponseWriter, status int, msg string) {
 // denyJSON answers an authentication error on the JSON API.
 func denyJSON(w http.ResponseWriter, err error) {
 	writeErr(w, auth.Status(err), auth.Message(err))
-}
-
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case !s.Store.Synced():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "syncing with Nomad"})
-	case s.Plans.Latest() == nil:
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "no decision cycle yet"})
-	default:
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	}
 }

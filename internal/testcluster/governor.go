@@ -27,7 +27,7 @@ type Governor struct {
 }
 
 // StartGovernor builds allot-governor, starts it against the cluster with
-// the extra args, and waits until /healthz says it is synced. It is
+// the extra args, and waits until /readyz says it is synced. It is
 // killed when the test ends.
 func (c *Cluster) StartGovernor(args ...string) *Governor {
 	c.t.Helper()
@@ -59,13 +59,13 @@ func (g *Governor) Start() {
 	g.WaitHealthy(time.Minute)
 }
 
-// WaitHealthy polls /healthz until it answers 200; it fails at once when
+// WaitHealthy polls /readyz until it answers 200; it fails at once when
 // the governor exits.
 func (g *Governor) WaitHealthy(timeout time.Duration) {
 	g.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := g.p.WaitHTTP(ctx, g.Addr+"/healthz"); err != nil {
+	if err := g.p.WaitHTTP(ctx, g.Addr+"/readyz"); err != nil {
 		g.t.Fatalf("testcluster: governor not healthy: %v; log:\n%s", err, tail(readFile(g.LogPath), 40))
 	}
 }

@@ -26,7 +26,7 @@ type GovernorTLS struct {
 // StartGovernorTLS is StartGovernor with the governor serving HTTPS and
 // requiring client certificates signed by a fresh CA: it writes a config
 // file with the tls block (extraConfig is appended to it) and waits until
-// /healthz answers over mutual TLS. Addr is https://.
+// /readyz answers over mutual TLS. Addr is https://.
 func (c *Cluster) StartGovernorTLS(extraConfig string, args ...string) (*Governor, *GovernorTLS) {
 	c.t.Helper()
 	ca := NewCA(c.t)
@@ -93,13 +93,13 @@ func (gt *GovernorTLS) waitHealthy(c *Cluster, g *Governor) {
 			return fmt.Errorf("governor exited")
 		default:
 		}
-		resp, err := client.Get(g.Addr + "/healthz")
+		resp, err := client.Get(g.Addr + "/readyz")
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("healthz: %s", resp.Status)
+			return fmt.Errorf("readyz: %s", resp.Status)
 		}
 		return nil
 	})

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/allotapi"
+)
+
+// fakeHA is an election state a test sets.
+type fakeHA struct {
+	st      allotapi.Status
+	members []allotapi.Member
+	err     error
+}
+
+func (f fakeHA) State() allotapi.Status { return f.st }
+
+func (f fakeHA) Members(context.Context) ([]allotapi.Member, error) { return f.members, f.err }
+
+func TestReadiness(t *testing.T) {
+	leader := &allotapi.Member{ID: "gov-a", URL: "http://127.0.0.1:4680"}
+	cases := map[string]struct {
+		plan   bool
+		synced bool
+		ha     HA
+		code   int
+		reason string
+	}{
+		"single governor before sync":    {code: 503, reason: "syncing with Nomad"},
+		"single governor before a cycle": {synced: true, code: 503, reason: "no decision cycle yet"},
+		"single governor ready":          {synced: true, plan: true, code: 200, reason: "ok"},
+		"HA leader":                      {synced: true, ha: fakeHA{st: allotapi.Status{HA: true, Leading: true}}, code: 200, reason: "ok: leader"},
+		"HA standby knowing the leader":  {synced: true, ha: fakeHA{st: allotapi.Status{HA: true, Leader: leader}}, code: 200, reason: "ok: standby, leader gov-a"},
+		"HA without a leader":            {synced: true, ha: fakeHA{st: allotapi.Status{HA: true}}, code: 503, reason: "no leader elected"},
+		"HA standby still syncing":       {ha: fakeHA{st: allotapi.Status{HA: true, Leader: leader}}, code: 503, reason: "syncing with Nomad"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := samplePlan()
+			if !tc.plan {
+				p = nil
+			}
+			_, srv := testServer(t, p, tc.synced, func(s *Server) { s.HA = tc.ha })
+			resp, err := http.Get(srv.URL + "/readyz")
+			must.NoError(t, err)
+			var out map[string]string
+			must.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+			resp.Body.Close()
+			must.Eq(t, tc.code, resp.StatusCode)
+			must.StrContains(t, out["status"], tc.reason)
+			if tc.code == 503 {
+				must.Eq(t, "1", resp.Header.Get("Retry-After"))
+			}
+			alive, err := http.Get(srv.URL + "/healthz")
+			must.NoError(t, err)
+			alive.Body.Close()
+			must.Eq(t, http.StatusOK, alive.StatusCode, must.Sprint("alive whatever the readiness"))
+		})
+	}
+}
+
+func TestStatus(t *testing.T) {
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	leader := allotapi.Member{ID: "gov-a", URL: "http://127.0.0.1:4680", Leader: true}
+	standby := allotapi.Member{ID: "gov-b", URL: "http://127.0.0.1:4681"}
+	t.Run("HA", func(t *testing.T) {
+		c := newServer(t, samplePlan(), true)
+		_, srv := testServer(t, samplePlan(), true, func(s *Server) {
+			s.HA = fakeHA{st: allotapi.Status{HA: true, Member: "gov-b", Term: 12, Leader: &leader, Since: since},
+				members: []allotapi.Member{leader, standby}}
+		})
+		c.Address = srv.URL
+		st, err := c.Status(context.Background())
+		must.NoError(t, err)
+		must.Eq(t, &allotapi.Status{HA: true, Member: "gov-b", Term: 12, Leader: &leader, Since: since,
+			Members: []allotapi.Member{leader, standby}, Ready: true, Reason: "ok: standby, leader gov-a"}, st)
+	})
+	t.Run("members unreachable", func(t *testing.T) {
+		c := newServer(t, samplePlan(), true)
+		_, srv := testServer(t, samplePlan(), true, func(s *Server) {
+			s.HA = fakeHA{st: allotapi.Status{HA: true, Member: "gov-b"}, err: errors.New("consul: connection refused")}
+		})
+		c.Address = srv.URL
+		st, err := c.Status(context.Background())
+		must.NoError(t, err)
+		must.Eq(t, "consul: connection refused", st.MembersError)
+		must.SliceEmpty(t, st.Members)
+		must.False(t, st.Ready)
+	})
+	t.Run("single governor", func(t *testing.T) {
+		st, err := newServer(t, samplePlan(), true).Status(context.Background())
+		must.NoError(t, err)
+		must.False(t, st.HA)
+		must.True(t, st.Ready)
+	})
+	t.Run("needs a token", func(t *testing.T) {
+		_, srv := testServer(t, samplePlan(), true, nil)
+		resp, err := http.Get(srv.URL + "/allot/v1/status")
+		must.NoError(t, err)
+		resp.Body.Close()
+		must.Eq(t, http.StatusForbidden, resp.StatusCode)
+	})
+}
