@@ -22,6 +22,7 @@ import (
 	"github.com/allot-sh/allot/cli/quota"
 	"github.com/allot-sh/allot/cli/report"
 	"github.com/allot-sh/allot/cli/sim"
+	"github.com/allot-sh/allot/cli/status"
 	"github.com/allot-sh/allot/cli/tenant"
 )
 
@@ -48,6 +49,7 @@ func App(stdout, stderr io.Writer) *cli.App {
 			report.Command(),
 			audit.Command(),
 			idle.Command(),
+			status.Command(),
 			dev.Command(),
 			sim.Command(),
 			completion.Command(),
