@@ -8,6 +8,7 @@ require (
 	github.com/chromedp/chromedp v0.9.2
 	github.com/google/go-cmp v0.5.9
 	github.com/hashicorp/consul-template v0.31.0
+	github.com/hashicorp/consul/api v1.18.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.4.10
 	github.com/hashicorp/hcl v1.0.1-vault-7
@@ -88,7 +89,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware v1.4.0 // indirect
-	github.com/hashicorp/consul/api v1.18.0 // indirect
 	github.com/hashicorp/cronexpr v1.1.2 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-bexpr v0.1.12 // indirect

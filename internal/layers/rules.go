@@ -44,6 +44,8 @@ var Rules = []Rule{
 		Why: "quota parses namespace meta and imports nothing of Allot"},
 	{From: "governor/jobmeta", Allow: with(),
 		Why: "jobmeta owns the job meta keys and imports nothing of Allot"},
+	{From: "governor/ha", Allow: with(),
+		Why: "the leader election is a leaf: the governor's wiring imports it, it imports nothing of Allot"},
 	{From: "governor/allotapi", Allow: with(),
 		Why: "the API wire types and client are imported by the CLI and must stay a leaf"},
 	{From: "governor/sim/...", Allow: with("governor/sim/...", "governor/engine", "governor/quota",
