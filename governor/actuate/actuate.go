@@ -65,6 +65,9 @@ type Result struct {
 	Unchanged int
 	Conflicts int
 	Errors    []error
+	// Standby is set when nothing was applied because this governor does
+	// not lead (HA): its plan is a preview, for the reads it serves.
+	Standby bool
 	// Blocked are decisions Nomad refused because the job needs its
 	// submitter's Vault/Consul token; the same job version is not tried
 	// again (audit #19).
@@ -86,6 +89,12 @@ type Blocked struct {
 // others.
 func (a *Actuator) Apply(ctx context.Context, p *engine.Plan) Result {
 	var res Result
+	if a.Fence != nil {
+		if _, _, ok := a.Fence.Lease(); !ok {
+			res.Standby = true
+			return res
+		}
+	}
 	for _, d := range p.Decisions {
 		if ctx.Err() != nil {
 			res.Errors = append(res.Errors, ctx.Err())
@@ -226,10 +235,12 @@ func (a *Actuator) mutate(job *api.Job, prev jobmeta.Record, d engine.Decision, 
 // when the job's modify index moved meanwhile.
 func (a *Actuator) write(ctx context.Context, job *api.Job, d engine.Decision, epoch uint64) error {
 	opts := &api.RegisterOptions{EnforceIndex: true, ModifyIndex: d.Version}
-	if err := a.check(epoch); err != nil {
+	release, err := a.hold(epoch)
+	if err != nil {
 		return err
 	}
 	resp, _, err := a.Jobs.RegisterOpts(job, opts, writeOpts(ctx, d.Namespace, epoch))
+	release()
 	if err != nil {
 		cur, _, rerr := a.Jobs.Info(d.JobID, (&api.QueryOptions{Namespace: d.Namespace}).WithContext(ctx))
 		if rerr == nil && *cur.JobModifyIndex != d.Version {
@@ -293,10 +304,13 @@ func (a *Actuator) isBlocked(d engine.Decision) bool {
 // as a dispatched child, which Nomad 1.6.1 cannot update. Nomad's
 // deregister has no check-and-set: the version was checked just before.
 func (a *Actuator) stop(ctx context.Context, d engine.Decision, epoch uint64) (bool, error) {
-	if err := a.check(epoch); err != nil {
+	release, err := a.hold(epoch)
+	if err != nil {
 		return false, err
 	}
-	if _, _, err := a.Jobs.Deregister(d.JobID, false, writeOpts(ctx, d.Namespace, epoch)); err != nil {
+	_, _, err = a.Jobs.Deregister(d.JobID, false, writeOpts(ctx, d.Namespace, epoch))
+	release()
+	if err != nil {
 		return false, fmt.Errorf("stopping job %s/%s: %w", d.Namespace, d.JobID, err)
 	}
 	return true, nil

@@ -19,6 +19,11 @@ type Fence interface {
 	// on the monotonic clock; ok is false when it does not lead now (or
 	// its lease may have expired).
 	Lease() (epoch uint64, deadline time.Time, ok bool)
+	// Hold is the last look before a write is sent: ok when this governor
+	// still leads in term epoch with a valid lease. release, called once
+	// the write returned, lets a leader that steps down wait for its
+	// writes in flight before it gives up the lock.
+	Hold(epoch uint64) (release func(), ok bool)
 }
 
 // fenced returns ctx bounded by the lease's deadline and the term it
@@ -35,17 +40,17 @@ func (a *Actuator) fenced(ctx context.Context) (context.Context, uint64, context
 	return ctx, epoch, cancel, nil
 }
 
-// check is the last look before a write is sent: the lease of the term
-// the write carries must still hold.
-func (a *Actuator) check(epoch uint64) error {
+// hold is the last look before a write is sent: the lease of the term
+// the write carries must still hold. release follows the write.
+func (a *Actuator) hold(epoch uint64) (func(), error) {
 	if a.Fence == nil {
-		return nil
+		return func() {}, nil
 	}
-	cur, _, ok := a.Fence.Lease()
-	if !ok || cur != epoch {
-		return ErrNotLeader
+	release, ok := a.Fence.Hold(epoch)
+	if !ok {
+		return func() {}, ErrNotLeader
 	}
-	return nil
+	return release, nil
 }
 
 // writeOpts are the options of one write: namespace, context, and the

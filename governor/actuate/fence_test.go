@@ -19,6 +19,8 @@ type fakeFence struct {
 	leading  bool
 	lookups  int
 	onLease  func(f *fakeFence)
+	held     int
+	released int
 }
 
 func (f *fakeFence) Lease() (uint64, time.Time, bool) {
@@ -27,6 +29,15 @@ func (f *fakeFence) Lease() (uint64, time.Time, bool) {
 		f.onLease(f)
 	}
 	return f.epoch, f.deadline, f.leading
+}
+
+func (f *fakeFence) Hold(epoch uint64) (func(), bool) {
+	cur, _, ok := f.Lease()
+	if !ok || cur != epoch {
+		return nil, false
+	}
+	f.held++
+	return func() { f.released++ }, true
 }
 
 // headerJobs records the options of every write besides fakeJobs' work.
@@ -57,6 +68,8 @@ func TestFencedWrites(t *testing.T) {
 		err    error
 		writes int
 		check  func(t *testing.T, h *headerJobs)
+		// fenceCheck runs on the fence after the write.
+		fenceCheck func(t *testing.T, f *fakeFence)
 	}{
 		"a leader's write carries its term and ends by its lease": {
 			fence: &fakeFence{epoch: 42, deadline: deadline, leading: true}, d: decision(engine.Admit, 7), writes: 1,
@@ -67,6 +80,7 @@ func TestFencedWrites(t *testing.T) {
 				must.Eq(t, "42", h.written.Meta["allot.epoch"])
 				must.Eq(t, []*api.RegisterOptions{{EnforceIndex: true, ModifyIndex: 7}}, h.writes)
 			},
+			fenceCheck: func(t *testing.T, f *fakeFence) { must.Eq(t, 1, f.held); must.Eq(t, 1, f.released) },
 		},
 		"a standby writes nothing and reads nothing": {
 			fence: &fakeFence{epoch: 42, deadline: deadline}, d: decision(engine.Admit, 7), err: ErrNotLeader,
@@ -114,17 +128,34 @@ func TestFencedWrites(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, h)
 			}
+			if tc.fenceCheck != nil {
+				tc.fenceCheck(t, tc.fence)
+			}
 		})
 	}
 }
 
-// TestApplyStopsAtLostLead: once the lead is lost, Apply leaves the rest
-// of the plan alone.
-func TestApplyStopsAtLostLead(t *testing.T) {
+// TestApplyOnAStandby: a standby's plan is a preview: nothing is read or
+// written, and that is no error.
+func TestApplyOnAStandby(t *testing.T) {
 	f := &fakeJobs{job: held(t)}
 	a := newActuator(f)
 	a.Fence = &fakeFence{epoch: 1, deadline: time.Now().Add(time.Hour)}
+	res := a.Apply(context.Background(), &engine.Plan{Decisions: []engine.Decision{decision(engine.Admit, 7)}})
+	must.True(t, res.Standby)
+	must.SliceEmpty(t, res.Errors)
+	must.Eq(t, 0, f.reads)
+}
+
+// TestApplyStopsAtLostLead: once the lead is lost mid-plan, Apply leaves
+// the rest of the plan alone.
+func TestApplyStopsAtLostLead(t *testing.T) {
+	f := &fakeJobs{job: held(t)}
+	a := newActuator(f)
+	a.Fence = &fakeFence{epoch: 1, deadline: time.Now().Add(time.Hour), leading: true,
+		onLease: func(f *fakeFence) { f.leading = f.lookups < 2 }}
 	res := a.Apply(context.Background(), &engine.Plan{Decisions: []engine.Decision{decision(engine.Admit, 7), decision(engine.Hold, 7)}})
+	must.False(t, res.Standby)
 	must.SliceLen(t, 1, res.Errors)
 	must.ErrorIs(t, res.Errors[0], ErrNotLeader)
 	must.Eq(t, 0, f.reads)

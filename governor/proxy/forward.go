@@ -64,11 +64,11 @@ func (p *Proxy) send(ctx context.Context, method string, u url.URL, h http.Heade
 	h = h.Clone()
 	if method != http.MethodGet {
 		// Under HA a write is sent only while this governor's lease holds.
-		fenced, cancel, err := p.fence(ctx, h)
+		fenced, done, err := p.fence(ctx, h)
 		if err != nil {
 			return nil, nil, err
 		}
-		defer cancel()
+		defer done()
 		ctx = fenced
 	}
 	out, err := http.NewRequestWithContext(ctx, method, u.String(), pr)

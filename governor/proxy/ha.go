@@ -33,6 +33,11 @@ type Leadership interface {
 	// of its lease (lead true); otherwise the leader's advertise URL, nil
 	// when no leader is known.
 	Admitter() (lead bool, epoch uint64, deadline time.Time, leader *url.URL)
+	// Hold is the last look before an admission write is sent: ok when
+	// this governor still leads in term epoch with a valid lease. release,
+	// called once the write returned, lets a leader that steps down wait
+	// for its writes in flight.
+	Hold(epoch uint64) (release func(), ok bool)
 	// MemberID names this governor (ForwardedHeader).
 	MemberID() string
 }
@@ -104,18 +109,19 @@ func epochOf(r *http.Request) uint64 {
 
 // fence bounds a write to Nomad sent for r by the leader's lease: the
 // lease must still hold, for the same term, right before the write; its
-// context ends at the deadline, and the write carries the term.
-func (p *Proxy) fence(ctx context.Context, h http.Header) (context.Context, context.CancelFunc, error) {
+// context ends at the deadline, and the write carries the term. done
+// follows the write.
+func (p *Proxy) fence(ctx context.Context, h http.Header) (context.Context, func(), error) {
 	l, ok := ctx.Value(epochKey{}).(lease)
 	if !ok || p.lead == nil {
 		return ctx, func() {}, nil
 	}
-	lead, epoch, _, _ := p.lead.Admitter()
-	if !lead || epoch != l.epoch {
+	release, ok := p.lead.Hold(l.epoch)
+	if !ok {
 		return ctx, func() {}, refuse(http.StatusServiceUnavailable,
 			"this governor lost the lead before the write was sent; nothing was sent to Nomad, retry in a moment")
 	}
 	h.Set(EpochHeader, strconv.FormatUint(l.epoch, 10))
 	ctx, cancel := context.WithDeadline(ctx, l.deadline)
-	return ctx, cancel, nil
+	return ctx, func() { cancel(); release() }, nil
 }

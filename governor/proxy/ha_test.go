@@ -38,6 +38,14 @@ func (l *fakeLead) Admitter() (bool, uint64, time.Time, *url.URL) {
 
 func (l *fakeLead) MemberID() string { return "gov-b" }
 
+func (l *fakeLead) Hold(epoch uint64) (func(), bool) {
+	lead, cur, _, _ := l.Admitter()
+	if !lead || cur != epoch {
+		return nil, false
+	}
+	return func() {}, true
+}
+
 // leaderStub records what a standby forwards to the leader.
 type leaderStub struct {
 	mu      sync.Mutex
