@@ -50,6 +50,13 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
 	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Sealer: sealer, Log: log.Named("actuate"), Now: time.Now}
+	lead, err := leadershipFor(cfg.HA, log)
+	if err != nil {
+		return err
+	}
+	if lead != nil {
+		act.Fence = lead // a standby's cycles are previews: it writes nothing
+	}
 	rec := &reconcile.Reconciler{Store: store, Config: cfg.Engine(), Metrics: m, Log: log.Named("reconcile"),
 		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond, Actuator: act}
 	governed := func(ns string) bool {
@@ -63,14 +70,22 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	px := proxy.New(proxy.Options{Target: target, Transport: hc.Transport, Reconciler: rec, Store: store,
 		Governed: governed, Log: log.Named("proxy"), Metrics: m, Auth: proxy.NomadACL{Auth: authn}, Sealer: sealer,
 		MaxBody: cfg.Limits.MaxBodyBytes, MaxInFlight: cfg.Limits.MaxConcurrentAdmissions,
-		Book: book, SystemJobs: cfg.SystemJobs, Region: nomadRegion(client, log)})
+		Book: book, SystemJobs: cfg.SystemJobs, Region: nomadRegion(client, log), Leadership: proxyLeadership(lead)})
 	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"), Auth: authn,
 		Engine: rec.Config, Now: time.Now, Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal,
 		RequireClientCert: cfg.Nomad.RequireClientCert(),
 		Timeouts:          server.Timeouts{Read: cfg.HTTP.ReadTimeout, Write: cfg.HTTP.WriteTimeout}}
+	if lead != nil {
+		srv.HA = lead
+	}
 	lg, err := startLedger(ctx, cfg, client, store, rec, authn, m, srv, log)
 	if err != nil {
 		return err
+	}
+	elect, stopElection := context.WithCancel(context.Background())
+	defer stopElection()
+	if lead != nil {
+		startHA(ctx, elect, lead, &cluster.NomadSource{Client: client}, store, lg, m, log.Named("ha"))
 	}
 	startIdle(ctx, cfg, client, store, act, governed, lg, m, srv, log)
 
@@ -99,6 +114,9 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	}
 	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if lead != nil {
+		lead.stepDown(shut, log.Named("ha")) // writes stopped, lock released: a standby takes over at once
+	}
 	if err := hs.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutting down: %w", err)
 	}

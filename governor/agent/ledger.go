@@ -33,8 +33,10 @@ func startLedger(ctx context.Context, cfg config.Config, client *api.Client, sto
 			return nil, fmt.Errorf("ledger directory: %w", err)
 		}
 	}
+	// Under HA only the leader records (startHA runs the recorder for each
+	// term); every governor answers reports from the shared database.
 	lg, err := ledger.Start(ctx, ledger.Options{Config: cfg.Ledger, Client: client, Store: store, Plans: rec,
-		Journal: &rec.Journal, Auth: authn, Registry: m.Registry, Log: log.Named("ledger")})
+		Journal: &rec.Journal, Auth: authn, Registry: m.Registry, Log: log.Named("ledger"), ManualRecorder: cfg.HA.Enabled})
 	if err != nil {
 		return nil, err
 	}

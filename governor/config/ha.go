@@ -166,8 +166,8 @@ func (c *Config) validateHA() []error {
 	if h.SessionTTL < MinSessionTTL || h.SessionTTL > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("ha session_ttl %s: Consul takes 10s to 24h", h.SessionTTL))
 	}
-	if h.LockDelay < 0 || h.LockDelay > time.Minute {
-		errs = append(errs, fmt.Errorf("ha lock_delay %s: Consul takes 0s to 60s", h.LockDelay))
+	if h.LockDelay <= 0 || h.LockDelay > time.Minute {
+		errs = append(errs, fmt.Errorf("ha lock_delay %s: must be above 0 and at most 60s (Consul's cap)", h.LockDelay))
 	}
 	if h.CheckTTL != 0 && (h.CheckTTL < time.Second || h.CheckTTL > h.SessionTTL) {
 		errs = append(errs, fmt.Errorf("ha check_ttl %s: must be 0 (no check) or between 1s and session_ttl %s", h.CheckTTL, h.SessionTTL))

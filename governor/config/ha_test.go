@@ -85,7 +85,7 @@ data_dir = "/var/lib/allot"`,
   lock_delay  = "2m"
   check_ttl   = "500ms"
 }`,
-			want: []string{"ha session_ttl 5s: Consul takes 10s to 24h", "ha lock_delay 2m0s", "ha check_ttl 500ms"},
+			want: []string{"ha session_ttl 5s: Consul takes 10s to 24h", "ha lock_delay 2m0s: must be above 0 and at most 60s", "ha check_ttl 500ms"},
 		},
 		"check above session ttl": {
 			file: `ha {

@@ -31,6 +31,9 @@ type Options struct {
 	Auth     Authenticator
 	Registry prometheus.Registerer
 	Log      hclog.Logger
+	// ManualRecorder leaves running Recorder to the caller (HA: only the
+	// leader records, one term at a time; standbys only answer reports).
+	ManualRecorder bool
 }
 
 // Service is a running ledger.
@@ -71,7 +74,9 @@ func Start(ctx context.Context, o Options) (*Service, error) {
 			return nil, fmt.Errorf("registering ledger metrics: %w", err)
 		}
 	}
-	go s.Recorder.Run(ctx)
+	if !o.ManualRecorder {
+		go s.Recorder.Run(ctx)
+	}
 	return s, nil
 }
 
