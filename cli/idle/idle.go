@@ -135,6 +135,10 @@ func since(t, now time.Time) string {
 
 func due(k allotapi.IdleCandidate, now time.Time) string {
 	switch {
+	case k.Step == "suspect" && k.Action == "warn":
+		return fmt.Sprintf("warning in %s", k.WarnAt.Sub(now).Round(time.Second))
+	case k.Step == "suspect":
+		return fmt.Sprintf("warning in %s, %s in %s", k.WarnAt.Sub(now).Round(time.Second), k.Action, k.DueAt.Sub(now).Round(time.Second))
 	case k.Step == "warned" && k.Action == "warn":
 		return "warn only"
 	case k.Step == "warned":

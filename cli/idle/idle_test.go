@@ -37,6 +37,8 @@ func TestIdleCommand(t *testing.T) {
 			{Namespace: "ml", JobID: "train", AllocID: "0123456789", Devices: 2, Class: "idle-held", Step: "warned",
 				IdleSince: since, DueAt: time.Now().Add(10 * time.Minute), Action: "checkpoint",
 				Samples: []allotapi.IdleSample{{Known: true, UtilPct: 1, MemoryMiB: 30000}, {}}},
+			{Namespace: "ml", JobID: "eval", AllocID: "9876543210", Devices: 1, Class: "idle", Step: "suspect", IdleSince: since,
+				WarnAt: time.Now().Add(5*time.Minute + 30*time.Second), DueAt: time.Now().Add(20*time.Minute + 30*time.Second), Action: "checkpoint"},
 			{Namespace: "web", JobID: "nb", AllocID: "a", Devices: 1, Class: "idle", Step: "exempt", IdleSince: since,
 				Exemption: &allotapi.IdleExemption{Until: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "demo"}},
 		},
@@ -47,8 +49,9 @@ func TestIdleCommand(t *testing.T) {
 	addr := fakeGovernor(t, a)
 	code, out, errOut := run("idle", "-address", addr)
 	must.Zero(t, code, must.Sprint(errOut))
-	must.StrContains(t, out, "ml         train  01234567  idle-held  warned  1h0m0s")
+	must.StrContains(t, out, "ml         train  01234567  idle-held  warned   1h0m0s")
 	must.StrContains(t, out, "checkpoint in ")
+	must.StrContains(t, out, "eval   98765432  idle       suspect  1h0m0s    warning in 5m30s, checkpoint in 20m")
 	must.StrContains(t, out, "Last samples (util pct/MiB)")
 	must.StrContains(t, out, "1/30000 ?")
 	must.StrContains(t, out, "until 2030-01-01T00:00:00Z: demo")

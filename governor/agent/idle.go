@@ -33,9 +33,9 @@ func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store
 	}
 	src := idle.NomadSource{Client: client}
 	o := idle.Options{Source: src, Namespaces: src, Metrics: idle.NewMetrics(m.Registry),
-		Reclaimer: idle.ActuatorReclaimer{Jobs: client.Jobs(), Applier: act},
+		Reclaimer: idle.ActuatorReclaimer{Jobs: client.Jobs(), Applier: act}, Notifier: idle.NomadNotifier{Client: client},
 		Defaults: idle.Policy{Window: ic.Window, ThresholdPct: ic.ThresholdPct, MemoryMiB: ic.MemoryMiB, Grace: ic.Grace,
-			Action: idle.Action(ic.Action), UnclaimedTTL: ic.UnclaimedTTL},
+			Notice: ic.Notice, Action: idle.Action(ic.Action), UnclaimedTTL: ic.UnclaimedTTL},
 		WarnOnly: warnOnly, Governed: governed, ZombieMemoryMiB: ic.ZombieMemoryMiB, Period: ic.Period, Now: time.Now, Log: log.Named("idle"),
 		ClassOf: func(ns, id string) string {
 			if j, ok := store.Job(ns, id); ok {
@@ -49,5 +49,5 @@ func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store
 	s := idle.NewService(o)
 	srv.Idle = s
 	go s.Run(ctx)
-	log.Info("idle detection running", "period", ic.Period, "window", ic.Window, "grace", ic.Grace, "action", ic.Action)
+	log.Info("idle detection running", "period", ic.Period, "window", ic.Window, "grace", ic.Grace, "notice", ic.Notice, "action", ic.Action)
 }

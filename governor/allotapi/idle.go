@@ -50,6 +50,10 @@ type IdleCandidate struct {
 	// IdleDeviceSeconds is the device time observed idle.
 	IdleDeviceSeconds float64      `json:"idle_device_seconds"`
 	Samples           []IdleSample `json:"samples"`
+	// SuspectAt: idle for the whole window, the grace started (step
+	// suspect); WarnAt: when the warning is due (DueAt − notice).
+	SuspectAt time.Time `json:"suspect_at,omitempty"`
+	WarnAt    time.Time `json:"warn_at,omitempty"`
 }
 
 // IdleSample is one period's telemetry of an allocation's devices.
@@ -84,6 +88,7 @@ type IdlePolicy struct {
 	ThresholdPct float64       `json:"threshold_pct"`
 	MemoryMiB    int64         `json:"memory_mib"`
 	Grace        time.Duration `json:"grace"`
+	Notice       time.Duration `json:"notice"`
 	Action       string        `json:"action"`
 	// UnclaimedTTL: service jobs running this long after their last
 	// submission are unclaimed (0: off).

@@ -12,12 +12,14 @@ type Idle struct {
 	Enabled bool
 	// Period is how often device telemetry is read.
 	Period time.Duration
-	// Window, ThresholdPct, MemoryMiB, Grace and Action are the default
-	// policy (docs/idle.md).
+	// Window, ThresholdPct, MemoryMiB, Grace, Notice and Action are the
+	// default policy (docs/idle.md): idle for Window → suspect; warned
+	// Notice before the end of Grace; Action at the end of Grace.
 	Window       time.Duration
 	ThresholdPct float64
 	MemoryMiB    int64
 	Grace        time.Duration
+	Notice       time.Duration
 	Action       string
 	// UnclaimedTTL: a service job running this long after its last
 	// submission is unclaimed (0: off).
@@ -36,6 +38,7 @@ type fileIdle struct {
 	ThresholdPct    *float64 `hcl:"threshold"`
 	MemoryMiB       *int64   `hcl:"memory_mib"`
 	Grace           *string  `hcl:"grace"`
+	Notice          *string  `hcl:"notice"`
 	Action          *string  `hcl:"action"`
 	UnclaimedTTL    *string  `hcl:"unclaimed_ttl"`
 	WarnOnlyClasses []string `hcl:"warn_only_classes,optional"`
@@ -44,7 +47,7 @@ type fileIdle struct {
 
 func defaultIdle() Idle {
 	return Idle{Period: time.Minute, Window: 2 * time.Hour, ThresholdPct: 5, MemoryMiB: 1024, Grace: 30 * time.Minute,
-		Action: "checkpoint", WarnOnlyClasses: []string{"production"}, ZombieMemoryMiB: 256}
+		Notice: 15 * time.Minute, Action: "checkpoint", WarnOnlyClasses: []string{"production"}, ZombieMemoryMiB: 256}
 }
 
 func (c *Config) applyIdle(f *fileIdle) []error {
@@ -74,6 +77,7 @@ func (c *Config) applyIdle(f *fileIdle) []error {
 		dst *time.Duration
 		src *string
 	}{"period": {&d.Period, f.Period}, "window": {&d.Window, f.Window}, "grace": {&d.Grace, f.Grace},
+		"notice":        {&d.Notice, f.Notice},
 		"unclaimed_ttl": {&d.UnclaimedTTL, f.UnclaimedTTL}} {
 		if err := setDuration(p.dst, p.src); err != nil {
 			errs = append(errs, fmt.Errorf("idle %s: %w", name, err))
@@ -88,6 +92,9 @@ func (c *Config) validateIdle() []error {
 	if d.Period <= 0 || d.Window <= 0 || d.Grace < 0 || d.UnclaimedTTL < 0 {
 		errs = append(errs, fmt.Errorf("idle: period (%s) and window (%s) must be positive, grace (%s) and unclaimed_ttl (%s) not negative",
 			d.Period, d.Window, d.Grace, d.UnclaimedTTL))
+	}
+	if d.Notice <= 0 {
+		errs = append(errs, fmt.Errorf("idle notice (%s) must be positive: the warning comes before the action", d.Notice))
 	}
 	if d.ThresholdPct < 0 || d.ThresholdPct > 100 {
 		errs = append(errs, fmt.Errorf("idle threshold %v: must be within 0..100", d.ThresholdPct))

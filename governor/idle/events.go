@@ -13,10 +13,20 @@ func (s *Service) handle(ctx context.Context, now time.Time, e Event) {
 	c := e.Candidate
 	log := s.o.Log.With("namespace", c.Namespace, "job", c.JobID, "alloc", c.AllocID, "class", c.Class)
 	switch e.Kind {
+	case Suspect:
+		// not a warning: the owner hears nothing yet, the ledger keeps
+		// nothing; the candidate is listed with step suspect
+		log.Debug("idle allocation suspect; grace started", "idle_since", c.IdleSince, "warn_at", c.WarnAt, "due_at", c.DueAt)
+		if s.o.Metrics != nil {
+			s.o.Metrics.event(e)
+		}
+		return
 	case Warn:
 		log.Warn("idle allocation warned", "idle_since", c.IdleSince, "due_at", c.DueAt, "action", e.Action, "production", c.Production)
+		s.notify(ctx, log, c, e.Kind, e.Action)
 	case Cancel:
 		log.Info("warned allocation busy again; warning withdrawn")
+		s.notify(ctx, log, c, e.Kind, e.Action)
 	case Reclaim:
 		if s.o.Reclaimer == nil {
 			return
@@ -96,7 +106,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_idle_events_total",
-			Help: "Idle ladder transitions (warn, cancel, reclaim) per namespace and waste class."}, []string{"namespace", "event", "class"}),
+			Help: "Idle ladder transitions (suspect, warn, cancel, reclaim) per namespace and waste class."}, []string{"namespace", "event", "class"}),
 		Zombies: prometheus.NewCounter(prometheus.CounterOpts{Name: "allot_idle_zombies_total",
 			Help: "Devices reported with memory or processes and no live allocation."}),
 		Candidates: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "allot_idle_candidates",
@@ -113,7 +123,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-var eventNames = map[Transition]string{Warn: "warn", Cancel: "cancel", Reclaim: "reclaim"}
+var eventNames = map[Transition]string{Suspect: "suspect", Warn: "warn", Cancel: "cancel", Reclaim: "reclaim"}
 
 func (m *Metrics) event(e Event) {
 	m.Events.WithLabelValues(e.Candidate.Namespace, eventNames[e.Kind], e.Candidate.Class).Inc()

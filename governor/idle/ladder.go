@@ -28,7 +28,14 @@ type Step string
 
 // Ladder steps.
 const (
-	StepObserve   Step = "observe"
+	// StepObserve: busy, or idle for less than the window.
+	StepObserve Step = "observe"
+	// StepSuspect: idle for the whole window; the grace runs, no warning
+	// yet. Busy again (or a gap in telemetry) goes back to observe
+	// silently: the owner was never warned, so nothing is withdrawn.
+	StepSuspect Step = "suspect"
+	// StepWarned: still idle at the notice before the end of the grace;
+	// the owner is warned. Busy again withdraws the warning.
 	StepWarned    Step = "warned"
 	StepReclaim   Step = "reclaim"
 	StepReclaimed Step = "reclaimed"
@@ -77,10 +84,16 @@ func (w Watch) WarnOnly() bool { return w.Production || w.Ungoverned }
 // Candidate is an allocation on the ladder with its evidence.
 type Candidate struct {
 	Watch
-	Class     string     `json:"class,omitempty"`
-	Step      Step       `json:"step"`
-	IdleSince time.Time  `json:"idle_since,omitempty"`
-	WarnedAt  time.Time  `json:"warned_at,omitempty"`
+	Class     string    `json:"class,omitempty"`
+	Step      Step      `json:"step"`
+	IdleSince time.Time `json:"idle_since,omitempty"`
+	// SuspectAt is when the window was complete and the grace started.
+	SuspectAt time.Time `json:"suspect_at,omitempty"`
+	// WarnAt is when the warning is (or was) due: DueAt − notice.
+	WarnAt   time.Time `json:"warn_at,omitempty"`
+	WarnedAt time.Time `json:"warned_at,omitempty"`
+	// DueAt is the end of the grace: the action is taken at the first
+	// sample at or after it (and after the warning's).
 	DueAt     time.Time  `json:"due_at,omitempty"`
 	Exemption *Exemption `json:"exemption,omitempty"`
 	// IdleDeviceSeconds is the device time observed idle (devices × time
@@ -99,7 +112,11 @@ type Transition int
 // Transitions.
 const (
 	None Transition = iota
-	// Warn: the allocation was idle for the whole window.
+	// Suspect: the allocation was idle for the whole window; the grace
+	// starts (no warning yet).
+	Suspect
+	// Warn: the allocation stayed idle until the notice before the end of
+	// the grace.
 	Warn
 	// Cancel: a warned allocation became busy again inside the grace.
 	Cancel
@@ -160,17 +177,22 @@ func (t *tracker) unclaimedStep(s Sample, p Policy, ex *Exemption) Transition {
 	}
 	t.c.Exemption = nil
 	q := p
-	q.Window = 0
+	q.Window, q.Notice = 0, p.Grace // warned at once: the owner must act
 	return t.climb(s.At, q)
 }
 
 // unknown: a gap in telemetry. Before a warning it restarts the idle run
-// (the allocation may have worked unseen); after it, the action waits for
-// the next known sample.
+// (the allocation may have worked unseen), a suspect included; after it,
+// the warning stands and the grace restarts at the next known idle sample.
 func (t *tracker) unknown() Transition {
 	t.lastIdleAt = time.Time{}
-	if t.c.Step == StepObserve || t.c.Step == StepExempt {
+	switch t.c.Step {
+	case StepSuspect:
+		t.c.Step = StepObserve
+		fallthrough
+	case StepObserve, StepExempt:
 		t.c.IdleSince, t.c.Class = time.Time{}, ""
+		t.c.SuspectAt, t.c.WarnAt, t.c.DueAt = time.Time{}, time.Time{}, time.Time{}
 	}
 	t.gap = true
 	return None
@@ -179,7 +201,7 @@ func (t *tracker) unknown() Transition {
 func (t *tracker) busy() Transition {
 	was := t.c.Step
 	t.c.Step, t.c.IdleSince, t.c.Class, t.lastIdleAt = StepObserve, time.Time{}, "", time.Time{}
-	t.c.WarnedAt, t.c.DueAt, t.gap = time.Time{}, time.Time{}, false
+	t.c.SuspectAt, t.c.WarnAt, t.c.WarnedAt, t.c.DueAt, t.gap = time.Time{}, time.Time{}, time.Time{}, time.Time{}, false
 	if was == StepWarned || was == StepReclaim {
 		return Cancel
 	}
@@ -200,20 +222,36 @@ func (t *tracker) idle(s Sample, p Policy) {
 	}
 }
 
-// climb moves an idle allocation up the ladder.
+// climb moves an idle allocation up the ladder: observe → suspect when the
+// window is complete (the grace starts, due = suspect + grace) → warned at
+// due − notice → reclaim at the first sample at or after due. The
+// warning always comes first: the reclaim is never asked in the warning's
+// own period, however short the notice.
 func (t *tracker) climb(now time.Time, p Policy) Transition {
 	switch t.c.Step {
 	case StepObserve, StepExempt:
 		t.c.Step = StepObserve
-		if now.Sub(t.c.IdleSince) >= p.Window {
-			t.c.Step, t.c.WarnedAt, t.c.DueAt = StepWarned, now, now.Add(p.Grace)
+		if now.Sub(t.c.IdleSince) < p.Window {
+			return None
+		}
+		t.c.Step, t.c.SuspectAt, t.c.DueAt = StepSuspect, now, now.Add(p.Grace)
+		t.c.WarnAt = t.c.DueAt.Add(-p.Notice)
+		if t.c.WarnAt.Before(now) {
+			t.c.WarnAt = now
+		}
+		if t.warn(now) {
+			return Warn
+		}
+		return Suspect
+	case StepSuspect:
+		if t.warn(now) {
 			return Warn
 		}
 	case StepWarned:
-		if t.gap {
+		if t.gap { // the grace restarts after unseen time, and so does the notice
 			t.c.DueAt = now.Add(p.Grace)
 		}
-		if !now.Before(t.c.DueAt) && p.Action != ActionWarn && !t.c.WarnOnly() {
+		if !now.Before(t.c.DueAt) && now.After(t.c.WarnedAt) && p.Action != ActionWarn && !t.c.WarnOnly() {
 			t.c.Step = StepReclaim
 			return Reclaim
 		}
@@ -221,4 +259,13 @@ func (t *tracker) climb(now time.Time, p Policy) Transition {
 		return Reclaim // not yet acted on: ask again
 	}
 	return None
+}
+
+// warn moves a suspect to warned when its warning is due.
+func (t *tracker) warn(now time.Time) bool {
+	if now.Before(t.c.WarnAt) {
+		return false
+	}
+	t.c.Step, t.c.WarnedAt = StepWarned, now
+	return true
 }

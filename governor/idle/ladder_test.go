@@ -12,7 +12,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 const period = 10 * time.Second
 
 func testPolicy() Policy {
-	return Policy{Window: 5 * period, ThresholdPct: 5, MemoryMiB: 1024, Grace: 3 * period, Action: ActionCheckpoint}
+	return Policy{Window: 5 * period, ThresholdPct: 5, MemoryMiB: 1024, Grace: 4 * period, Notice: 2 * period, Action: ActionCheckpoint}
 }
 
 // series builds samples one period apart from a script: B busy, I idle with
@@ -46,17 +46,30 @@ func TestLadder(t *testing.T) {
 		class string
 		step  Step
 	}{
-		"busy never warned":                {script: "BBBBBBBBBBBB", want: map[int]Transition{}, step: StepObserve},
-		"idle-held warned then reclaimed":  {script: "IIIIIIIIII", want: map[int]Transition{5: Warn, 8: Reclaim, 9: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
-		"truly idle":                       {script: "iiiiii", want: map[int]Transition{5: Warn}, class: ClassIdle, step: StepWarned},
-		"busy inside grace cancels":        {script: "IIIIIIBBB", want: map[int]Transition{5: Warn, 6: Cancel}, step: StepObserve},
-		"gap restarts the window":          {script: "IIII_IIIII", want: map[int]Transition{}, class: ClassIdleHeld, step: StepObserve},
-		"gap after warning restarts grace": {script: "IIIIII_IIIII", want: map[int]Transition{5: Warn, 10: Reclaim, 11: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
-		"warn-only action":                 {script: "IIIIIIIIIIII", policy: func(p *Policy) { p.Action = ActionWarn }, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
-		"production only warned":           {script: "IIIIIIIIIIII", production: true, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
-		"ungoverned only warned":           {script: "IIIIIIIIIIII", ungoverned: true, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
-		"exempt":                           {script: "IIIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, want: map[int]Transition{}, step: StepExempt, class: ClassIdleHeld},
-		"expired exemption":                {script: "IIIIIIII", exempt: &Exemption{Until: t0.Add(2 * period), Reason: "demo"}, want: map[int]Transition{5: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"busy never warned": {script: "BBBBBBBBBBBB", want: map[int]Transition{}, step: StepObserve},
+		// window 5 → suspect at 5 (due 9), warned at 9−2 = 7, reclaimed at 9
+		"idle-held suspect, warned, reclaimed": {script: "IIIIIIIIIII", want: map[int]Transition{5: Suspect, 7: Warn, 9: Reclaim, 10: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		"truly idle":                           {script: "iiiiiiii", want: map[int]Transition{5: Suspect, 7: Warn}, class: ClassIdle, step: StepWarned},
+		"busy inside the grace before the warning: never warned": {script: "IIIIIIBBB", want: map[int]Transition{5: Suspect}, step: StepObserve},
+		"busy after the warning withdraws it":                    {script: "IIIIIIIIBB", want: map[int]Transition{5: Suspect, 7: Warn, 8: Cancel}, step: StepObserve},
+		"busy in the reclaim period withdraws it":                {script: "IIIIIIIIIB", want: map[int]Transition{5: Suspect, 7: Warn, 9: Cancel}, step: StepObserve},
+		"gap restarts the window":                                {script: "IIII_IIIII", want: map[int]Transition{}, class: ClassIdleHeld, step: StepObserve},
+		"gap while suspect starts over":                          {script: "IIIIII_IIIIIII", want: map[int]Transition{5: Suspect, 12: Suspect}, class: ClassIdleHeld, step: StepSuspect},
+		// gap at 8: the grace restarts at 9, due 13
+		"gap after warning restarts grace": {script: "IIIIIIII_IIIIII", want: map[int]Transition{5: Suspect, 7: Warn, 13: Reclaim, 14: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		"notice not shorter than the grace: warned at once": {script: "IIIIIIIIII", policy: func(p *Policy) { p.Notice = 10 * period },
+			want: map[int]Transition{5: Warn, 9: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		"no grace: stopped the period after the warning": {script: "IIIIIIII", policy: func(p *Policy) { p.Grace, p.Notice = 0, period },
+			want: map[int]Transition{5: Warn, 6: Reclaim, 7: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		// notice shorter than a period: the warning falls on the due
+		// period, the stop on the next one, never both at once
+		"notice under a period: warn first": {script: "IIIIIIIIIII", policy: func(p *Policy) { p.Notice = time.Second },
+			want: map[int]Transition{5: Suspect, 9: Warn, 10: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		"warn-only action":       {script: "IIIIIIIIIIII", policy: func(p *Policy) { p.Action = ActionWarn }, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"production only warned": {script: "IIIIIIIIIIII", production: true, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"ungoverned only warned": {script: "IIIIIIIIIIII", ungoverned: true, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"exempt":                 {script: "IIIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, want: map[int]Transition{}, step: StepExempt, class: ClassIdleHeld},
+		"expired exemption":      {script: "IIIIIIII", exempt: &Exemption{Until: t0.Add(2 * period), Reason: "demo"}, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -92,15 +105,18 @@ func TestDetectorForgetsAndReclaims(t *testing.T) {
 	ten := func(string) Tenant { return Tenant{Policy: testPolicy()} }
 	w := Watch{AllocID: "a1", Namespace: "ml", JobID: "train", Devices: 1}
 	var events []Event
-	for _, s := range series("IIIIIIIII") {
+	for _, s := range series("IIIIIIIIII") {
 		events = append(events, d.Tick([]Observation{{Watch: w, Sample: s}}, ten)...)
 	}
-	must.Len(t, 2, events)
-	must.Eq(t, Warn, events[0].Kind)
-	must.Eq(t, Reclaim, events[1].Kind)
-	must.Eq(t, 5*period, events[0].Candidate.Latency())
+	must.Len(t, 3, events)
+	must.Eq(t, []Transition{Suspect, Warn, Reclaim}, []Transition{events[0].Kind, events[1].Kind, events[2].Kind})
+	warned := events[1].Candidate
+	must.Eq(t, 7*period, warned.Latency(), must.Sprint("window 5 + grace 4 − notice 2"))
+	must.Eq(t, t0.Add(5*period), warned.SuspectAt)
+	must.Eq(t, t0.Add(9*period), warned.DueAt)
+	must.Eq(t, t0.Add(7*period), warned.WarnAt)
 	d.Reclaimed("a1")
-	must.Len(t, 0, d.Tick([]Observation{{Watch: w, Sample: series("IIIIIIIIII")[9]}}, ten))
+	must.Len(t, 0, d.Tick([]Observation{{Watch: w, Sample: series("IIIIIIIIIII")[10]}}, ten))
 	must.Eq(t, StepReclaimed, d.Candidates()[0].Step)
 	d.Tick(nil, ten)
 	must.Eq(t, 0, d.Watched())
@@ -142,8 +158,9 @@ func TestUnclaimed(t *testing.T) {
 		step    Step
 		class   string
 	}{
-		// busy all along: unclaimed at sample 4 (TTL from t0), reclaimed after the grace
-		"busy service past its TTL": {service: true, ownerAt: -1, want: map[int]Transition{4: Warn, 7: Reclaim, 8: Reclaim, 9: Reclaim}, step: StepReclaim, class: ClassUnclaimed},
+		// busy all along: unclaimed at sample 4 (TTL from t0) and warned at
+		// once, reclaimed after the grace (4 periods)
+		"busy service past its TTL": {service: true, ownerAt: -1, want: map[int]Transition{4: Warn, 8: Reclaim, 9: Reclaim}, step: StepReclaim, class: ClassUnclaimed},
 		"batch job never unclaimed": {ownerAt: -1, want: map[int]Transition{}, step: StepObserve},
 		"owner resubmits in grace":  {service: true, ownerAt: 6, want: map[int]Transition{4: Warn, 6: Cancel}, step: StepObserve},
 		"exempt":                    {service: true, ownerAt: -1, exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "x"}, want: map[int]Transition{}, step: StepExempt, class: ClassUnclaimed},

@@ -28,6 +28,8 @@ type Detail struct {
 	Class             string    `json:"class,omitempty"`
 	Devices           int       `json:"devices,omitempty"`
 	IdleSince         time.Time `json:"idle_since,omitempty"`
+	SuspectAt         time.Time `json:"suspect_at,omitempty"`
+	WarnedAt          time.Time `json:"warned_at,omitempty"`
 	DueAt             time.Time `json:"due_at,omitempty"`
 	Action            Action    `json:"action,omitempty"`
 	IdleDeviceSeconds float64   `json:"idle_device_seconds"`
@@ -45,7 +47,8 @@ var kinds = map[Transition]string{Warn: KindWarn, Cancel: KindCancel, Reclaim: K
 // RecordIdle implements Recorder.
 func (l LedgerRecorder) RecordIdle(ctx context.Context, at time.Time, e Event) error {
 	c := e.Candidate
-	d := Detail{AllocID: c.AllocID, Class: c.Class, Devices: c.Devices, IdleSince: c.IdleSince, DueAt: c.DueAt,
+	d := Detail{AllocID: c.AllocID, Class: c.Class, Devices: c.Devices, IdleSince: c.IdleSince, SuspectAt: c.SuspectAt,
+		WarnedAt: c.WarnedAt, DueAt: c.DueAt,
 		Action: e.Action, IdleDeviceSeconds: c.IdleDeviceSeconds}
 	return l.append(ctx, ledger.Entry{Time: at, Kind: kinds[e.Kind], Namespace: c.Namespace, Subject: c.JobID}, d)
 }

@@ -31,6 +31,7 @@ const (
 	KeyThreshold = "allot.idle.threshold"
 	KeyMemory    = "allot.idle.memory"
 	KeyGrace     = "allot.idle.grace"
+	KeyNotice    = "allot.idle.notice"
 	KeyAction    = "allot.idle.action"
 	KeyTTL       = "allot.idle.ttl"
 	// KeyExemptPrefix + job ID = "until=<RFC3339>;reason=<text>".
@@ -47,8 +48,14 @@ type Policy struct {
 	// MemoryMiB: an idle sample holding at least this much device memory is
 	// idle-held, below it truly idle.
 	MemoryMiB int64
-	// Grace is the time between the warning and the action.
+	// Grace runs from the end of the window (the allocation becomes a
+	// suspect) to the action. Busy again inside it, or a gap in its
+	// telemetry before the warning, starts the observation over.
 	Grace time.Duration
+	// Notice is how long before the end of the grace the owner is warned
+	// (at once when it is not shorter than the grace). A warned
+	// allocation busy again has its warning withdrawn.
+	Notice time.Duration
 	// Action is done at the end of the grace.
 	Action Action
 	// UnclaimedTTL: a service job running this long after its owner last
@@ -58,7 +65,8 @@ type Policy struct {
 
 // DefaultPolicy is the operator default used when the config sets none.
 func DefaultPolicy() Policy {
-	return Policy{Window: 2 * time.Hour, ThresholdPct: 5, MemoryMiB: 1024, Grace: 30 * time.Minute, Action: ActionCheckpoint}
+	return Policy{Window: 2 * time.Hour, ThresholdPct: 5, MemoryMiB: 1024, Grace: 30 * time.Minute, Notice: 15 * time.Minute,
+		Action: ActionCheckpoint}
 }
 
 // Validate reports every problem of a policy at once.
@@ -72,6 +80,9 @@ func (p Policy) Validate() error {
 	}
 	if p.Grace < 0 {
 		errs = append(errs, fmt.Errorf("grace %s must not be negative", p.Grace))
+	}
+	if p.Notice <= 0 {
+		errs = append(errs, fmt.Errorf("notice %s must be positive", p.Notice))
 	}
 	if p.ThresholdPct < 0 || p.ThresholdPct > 100 {
 		errs = append(errs, fmt.Errorf("threshold %v must be within 0..100", p.ThresholdPct))
@@ -130,6 +141,8 @@ func (t *Tenant) apply(key, val string) error {
 		return set(&p.Window, val, positiveDuration)
 	case key == KeyGrace:
 		return set(&p.Grace, val, nonNegativeDuration)
+	case key == KeyNotice:
+		return set(&p.Notice, val, positiveDuration)
 	case key == KeyTTL:
 		return set(&p.UnclaimedTTL, val, nonNegativeDuration)
 	case key == KeyThreshold:

@@ -71,7 +71,7 @@ func (s *Service) totals(canRead func(string) bool, management bool, tenants map
 func candidate(c Candidate, a Action) allotapi.IdleCandidate {
 	out := allotapi.IdleCandidate{Namespace: c.Namespace, JobID: c.JobID, AllocID: c.AllocID, PriorityClass: c.Priority,
 		Production: c.Production, Devices: c.Devices, Class: c.Class, Step: string(c.Step), IdleSince: c.IdleSince,
-		WarnedAt: c.WarnedAt, DueAt: c.DueAt, Action: string(a), IdleDeviceSeconds: c.IdleDeviceSeconds,
+		SuspectAt: c.SuspectAt, WarnAt: c.WarnAt, WarnedAt: c.WarnedAt, DueAt: c.DueAt, Action: string(a), IdleDeviceSeconds: c.IdleDeviceSeconds,
 		Samples: make([]allotapi.IdleSample, 0, len(c.Samples))}
 	if c.WarnOnly() {
 		out.Action = string(ActionWarn)
@@ -87,7 +87,7 @@ func candidate(c Candidate, a Action) allotapi.IdleCandidate {
 
 func policy(t Tenant) allotapi.IdlePolicy {
 	p := allotapi.IdlePolicy{Namespace: t.Namespace, Window: t.Policy.Window, ThresholdPct: t.Policy.ThresholdPct,
-		MemoryMiB: t.Policy.MemoryMiB, Grace: t.Policy.Grace, Action: string(t.Policy.Action), UnclaimedTTL: t.Policy.UnclaimedTTL,
+		MemoryMiB: t.Policy.MemoryMiB, Grace: t.Policy.Grace, Notice: t.Policy.Notice, Action: string(t.Policy.Action), UnclaimedTTL: t.Policy.UnclaimedTTL,
 		Problems: t.Problems}
 	if len(t.Exempt) > 0 {
 		p.Exemptions = map[string]allotapi.IdleExemption{}

@@ -37,6 +37,8 @@ type Options struct {
 	Detector   *Detector
 	Reclaimer  Reclaimer // nil: warn only
 	Recorder   Recorder  // nil: not recorded
+	// Notifier writes warnings and withdrawals as task events (nil: none).
+	Notifier Notifier
 	// Ledger, when set, supplies the per-namespace totals of the answer.
 	Ledger   *ledger.DB
 	Metrics  *Metrics // nil: none

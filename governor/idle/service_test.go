@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 // fakeNomad is a Source and Namespaces whose telemetry a test sets.
@@ -102,6 +104,14 @@ func (f *fakeReclaimer) Reclaim(_ context.Context, c Candidate, _ Action) error 
 	return nil
 }
 
+// fakeNotifier records the pseudo-signals the service would send.
+type fakeNotifier struct{ got map[string][]string }
+
+func (f *fakeNotifier) Notify(_ context.Context, allocID string, n ckptevent.IdleNotice) (int, error) {
+	f.got[allocID] = append(f.got[allocID], n.Signal())
+	return 1, nil
+}
+
 type fakeRecorder struct {
 	events  []Event
 	zombies []Zombie
@@ -130,12 +140,12 @@ func TestServiceLadderAndZombie(t *testing.T) {
 		util:     map[string]float64{"g1": 90, "g2": 1, "g3": 0, "g4": 0, "g5": 0, "g6": 70},
 		mem:      map[string]int64{"g1": 9000, "g2": 9000, "g3": 9000, "g4": 9000, "g5": 9000, "g6": 9000},
 		procs:    map[string]int64{},
-		meta: map[string]map[string]string{"ml": {KeyWindow: "50s", KeyGrace: "30s", KeyTTL: "60s",
+		meta: map[string]map[string]string{"ml": {KeyWindow: "50s", KeyGrace: "30s", KeyNotice: "10s", KeyTTL: "60s",
 			KeyExemptPrefix + "exempt": "until=2030-01-01T00:00:00Z;reason=benchmark"}},
 	}
 	now := t0
-	rec, rc := &fakeReclaimer{}, &fakeRecorder{}
-	s := NewService(Options{Source: nomad, Namespaces: nomad, Reclaimer: rec, Recorder: rc, Metrics: NewMetrics(nil),
+	rec, rc, nf := &fakeReclaimer{}, &fakeRecorder{}, &fakeNotifier{got: map[string][]string{}}
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Reclaimer: rec, Recorder: rc, Notifier: nf, Metrics: NewMetrics(nil),
 		Defaults: DefaultPolicy(), Period: period, ZombieMemoryMiB: 256, Now: func() time.Time { return now },
 		ClassOf:  func(_, job string) string { return map[string]string{"prod": "production"}[job] },
 		WarnOnly: map[string]bool{"production": true}})
@@ -148,8 +158,24 @@ func TestServiceLadderAndZombie(t *testing.T) {
 	for _, e := range rc.events {
 		kinds[e.Candidate.JobID] = append(kinds[e.Candidate.JobID], e.Kind)
 	}
-	// the notebook is busy but unclaimed: submitted at t0, TTL 60 s
+	// idle for the window (50 s) at 5 → suspect (not recorded), warned at
+	// 5+3−1 = 7, reclaimed at 8; the notebook is busy but unclaimed:
+	// submitted at t0, TTL 60 s, warned at once at 6
 	must.Eq(t, map[string][]Transition{"idle": {Warn, Reclaim}, "prod": {Warn}, "notebook": {Warn}}, kinds)
+	warnedAt := map[string]time.Time{}
+	for _, e := range rc.events {
+		if e.Kind == Warn {
+			warnedAt[e.Candidate.JobID] = e.Candidate.WarnedAt
+		}
+	}
+	must.Eq(t, map[string]time.Time{"idle": t0.Add(7 * period), "prod": t0.Add(7 * period), "notebook": t0.Add(6 * period)}, warnedAt)
+	// each warning is a task event: the pseudo-signal names the due time
+	// and the action (warn only for production)
+	must.Eq(t, map[string][]string{
+		"a-idle": {"ALLOT_IDLE_WARNING;since=2026-11-30T12:00:00Z;due=2026-11-30T12:01:20Z;action=checkpoint;class=idle-held"},
+		"a-prod": {"ALLOT_IDLE_WARNING;since=2026-11-30T12:00:00Z;due=2026-11-30T12:01:20Z;action=warn;class=idle-held"},
+		"a-nb":   {"ALLOT_IDLE_WARNING;since=2026-11-30T12:01:00Z;due=2026-11-30T12:01:30Z;action=checkpoint;class=unclaimed"},
+	}, nf.got)
 	byJob := map[string]Candidate{}
 	for _, c := range s.Detector().Candidates() {
 		byJob[c.JobID] = c
@@ -220,3 +246,55 @@ func TestMissingStatsAreNeverIdle(t *testing.T) {
 	}
 	must.Len(t, 0, s.Detector().Candidates(), must.Sprint("g2 never reports: the allocation's samples are unknown"))
 }
+
+// TestWithdrawnNotice: a warned allocation busy again gets the withdrawal
+// as a task event; one busy again before its warning gets nothing.
+func TestWithdrawnNotice(t *testing.T) {
+	nomad := &fakeNomad{allocs: []*api.AllocationListStub{allocStub("a1", "late", "running", "g1"), allocStub("a2", "early", "running", "g2")},
+		util: map[string]float64{"g1": 0, "g2": 0}, mem: map[string]int64{"g1": 9000, "g2": 9000}, procs: map[string]int64{}}
+	now := t0
+	nf := &fakeNotifier{got: map[string][]string{}}
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Notifier: nf, Defaults: testPolicy(), Period: period, Now: func() time.Time { return now }})
+	tick := func(n int) {
+		now = t0.Add(time.Duration(n) * period)
+		must.NoError(t, s.Once(context.Background()))
+	}
+	for n := 0; n <= 5; n++ { // suspect at 5
+		tick(n)
+	}
+	nomad.mu.Lock()
+	nomad.util["g2"] = 90 // busy again inside the grace, before its warning
+	nomad.mu.Unlock()
+	tick(6)
+	tick(7) // a1 warned
+	nomad.mu.Lock()
+	nomad.util["g1"] = 90
+	nomad.mu.Unlock()
+	tick(8)
+	must.Eq(t, map[string][]string{"a1": {"ALLOT_IDLE_WARNING;since=2026-11-30T12:00:00Z;due=2026-11-30T12:01:30Z;action=checkpoint;class=idle-held",
+		ckptevent.IdleWithdrawn}}, nf.got)
+}
+
+func TestCkptTasks(t *testing.T) {
+	job := func(tasks ...*api.Task) *api.Job {
+		return &api.Job{TaskGroups: []*api.TaskGroup{{Name: ptr("other"), Tasks: []*api.Task{{Name: "x", Driver: "ckpt"}}},
+			{Name: ptr("train"), Tasks: tasks}}}
+	}
+	cases := map[string]struct {
+		alloc *api.Allocation
+		want  []string
+	}{
+		"ckpt tasks of its group only": {alloc: &api.Allocation{TaskGroup: "train", Job: job(&api.Task{Name: "b", Driver: "ckpt"},
+			&api.Task{Name: "sidecar", Driver: "raw_exec"}, &api.Task{Name: "a", Driver: "ckpt"})}, want: []string{"a", "b"}},
+		"no ckpt task": {alloc: &api.Allocation{TaskGroup: "train", Job: job(&api.Task{Name: "s", Driver: "exec"})}},
+		"no job":       {alloc: &api.Allocation{TaskGroup: "train"}},
+		"nil":          {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.Eq(t, tc.want, ckptTasks(tc.alloc))
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/nomad/drivers/shared/executor"
 	"github.com/hashicorp/nomad/plugins/drivers"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 // StartTask validates the task's config, prepares its checkpoint directory
@@ -173,11 +175,15 @@ func (d *Driver) startBackground(h *taskHandle) {
 }
 
 // SignalTask sends a signal to the task's main process, as the executor
-// does for Nomad's exec drivers.
+// does for Nomad's exec drivers. Allot's idle pseudo-signals (ALLOT_IDLE_*)
+// become task events instead and never reach the process (idlesignal.go).
 func (d *Driver) SignalTask(taskID string, signal string) error {
 	h, ok := d.tasks.get(taskID)
 	if !ok {
 		return drivers.ErrTaskNotFound
+	}
+	if ckptevent.IsIdleSignal(signal) {
+		return h.idleNotice(signal)
 	}
 	sig, ok := signals.SignalLookup[signal]
 	if !ok {

@@ -1,0 +1,51 @@
+package ckptevent
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+func TestIdleSignalRoundTrip(t *testing.T) {
+	since := time.Date(2026, 11, 30, 15, 2, 11, 0, time.UTC)
+	cases := map[string]struct {
+		n   IdleNotice
+		msg string
+	}{
+		"checkpoint": {n: IdleNotice{Kind: IdleWarning, Since: since, Due: since.Add(30 * time.Minute), Action: "checkpoint", Class: "idle-held"},
+			msg: "Allot: accelerator idle since 2026-11-30T15:02:11Z (idle-held); checkpoint-stop at 2026-11-30T15:32:11Z unless busy"},
+		"stop": {n: IdleNotice{Kind: IdleWarning, Since: since, Due: since.Add(time.Minute), Action: "stop"},
+			msg: "Allot: accelerator idle since 2026-11-30T15:02:11Z; stop at 2026-11-30T15:03:11Z unless busy"},
+		"warn only": {n: IdleNotice{Kind: IdleWarning, Since: since, Due: since, Action: "warn", Class: "idle"},
+			msg: "Allot: accelerator idle since 2026-11-30T15:02:11Z (idle); warning only, it will not be stopped"},
+		"unclaimed": {n: IdleNotice{Kind: IdleWarning, Since: since, Due: since.Add(time.Hour), Action: "checkpoint", Class: "unclaimed"},
+			msg: "Allot: service unclaimed (no new submission) since 2026-11-30T15:02:11Z (unclaimed); checkpoint-stop at 2026-11-30T16:02:11Z unless resubmitted"},
+		"withdrawn": {n: IdleNotice{Kind: IdleWithdrawn}, msg: "Allot: accelerator busy again; idle warning withdrawn"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sig := tc.n.Signal()
+			must.True(t, IsIdleSignal(sig))
+			got, err := ParseIdleSignal(sig)
+			must.NoError(t, err)
+			must.Eq(t, tc.n, got)
+			must.Eq(t, tc.msg, got.Message())
+		})
+	}
+}
+
+func TestIdleSignalRefused(t *testing.T) {
+	for name, sig := range map[string]string{
+		"unknown kind": "ALLOT_IDLE_PANIC",
+		"no due":       "ALLOT_IDLE_WARNING;since=2026-11-30T15:02:11Z;action=checkpoint",
+		"bad time":     "ALLOT_IDLE_WARNING;since=soon;due=2026-11-30T15:02:11Z;action=checkpoint",
+		"bare":         "ALLOT_IDLE_WARNING",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseIdleSignal(sig)
+			must.ErrorIs(t, err, ErrIdleSignal)
+		})
+	}
+	must.False(t, IsIdleSignal("SIGUSR1"))
+}
