@@ -91,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Metrics != nil {
 		mux.HandleFunc("/metrics", s.metrics)
 	}
+	s.mountConsole(mux)
 	return s.transport(mux)
 }
 

@@ -1,0 +1,276 @@
+package console_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+func cookieNamed(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestSignInAndOut(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+
+	status, _, resp := b.get("/ui/queue")
+	must.Eq(t, http.StatusSeeOther, status)
+	must.Eq(t, "/ui/signin?next=%2Fui%2Fqueue", resp.Header.Get("Location"))
+
+	status, body, _ := b.get("/ui/signin")
+	must.Eq(t, http.StatusOK, status)
+	must.StrContains(t, body, `<label for="token">`)
+	status, body, _ = b.post("/ui/signin", url.Values{"csrf": {csrf(t, body)}, "token": {"not-a-token"}})
+	must.Eq(t, http.StatusForbidden, status)
+	must.StrContains(t, body, "ACL token not found")
+
+	status, body, _ = b.get("/ui/signin")
+	must.Eq(t, http.StatusOK, status)
+	status, _, resp = b.post("/ui/signin", url.Values{"csrf": {csrf(t, body)}, "token": {"ml"}, "next": {"/ui/queue"}})
+	must.Eq(t, http.StatusSeeOther, status)
+	must.Eq(t, "/ui/queue", resp.Header.Get("Location"))
+	ck := cookieNamed(resp, "allot_session")
+	must.NotNil(t, ck)
+	must.True(t, ck.HttpOnly)
+	must.Eq(t, http.SameSiteStrictMode, ck.SameSite)
+	must.False(t, ck.Secure, must.Sprint("plain HTTP: a Secure cookie would never come back"))
+	must.Eq(t, "/ui/", ck.Path)
+	must.Greater(t, 40, len(ck.Value)) // 32 random bytes, base64url
+	must.StrNotContains(t, ck.Value, "ml", must.Sprint("the cookie never carries the token"))
+
+	status, body, _ = b.get("/ui/queue")
+	must.Eq(t, http.StatusOK, status)
+	must.StrContains(t, body, `<span class="identity">`)
+	token := csrf(t, body)
+
+	status, _, _ = b.post("/ui/signout", url.Values{"csrf": {"wrong"}})
+	must.Eq(t, http.StatusForbidden, status)
+	status, _, _ = b.post("/ui/signout", url.Values{"csrf": {token}})
+	must.Eq(t, http.StatusSeeOther, status)
+	status, _, _ = b.get("/ui/queue")
+	must.Eq(t, http.StatusSeeOther, status, must.Sprint("signed out: back to the sign-in page"))
+}
+
+func TestSignInNeedsItsOwnCSRFToken(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	// No sign-in form fetched: no pre-session cookie (login CSRF).
+	status, _, resp := b.post("/ui/signin", url.Values{"csrf": {"guess"}, "token": {"ml"}})
+	must.Eq(t, http.StatusForbidden, status)
+	must.Nil(t, cookieNamed(resp, "allot_session"))
+	// Open redirect: next outside the console goes to /ui/.
+	_, body, _ := b.get("/ui/signin")
+	_, _, resp = b.post("/ui/signin", url.Values{"csrf": {csrf(t, body)}, "token": {"ml"}, "next": {"//evil.example/x"}})
+	must.Eq(t, "/ui/", resp.Header.Get("Location"))
+}
+
+func TestCookiesSecureUnderTLS(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, true)
+	b := newBrowser(t, srv)
+	_, body, resp := b.get("/ui/signin")
+	must.True(t, cookieNamed(resp, "allot_signin").Secure)
+	_, _, resp = b.post("/ui/signin", url.Values{"csrf": {csrf(t, body)}, "token": {"ml"}})
+	ck := cookieNamed(resp, "allot_session")
+	must.NotNil(t, ck)
+	must.True(t, ck.Secure)
+	must.True(t, ck.HttpOnly)
+}
+
+func TestWritesRefusedWithoutCSRF(t *testing.T) {
+	srv, fn := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	token := b.signIn("mlw")
+	form := url.Values{"resource": {"gpu"}, "quota": {"6"}}
+	cases := map[string]struct {
+		csrf   string
+		header []string
+	}{
+		"no token":           {csrf: ""},
+		"wrong token":        {csrf: token + "x"},
+		"cross-origin":       {csrf: token, header: []string{"Origin", "http://evil.example"}},
+		"cross-site fetch":   {csrf: token, header: []string{"Sec-Fetch-Site", "cross-site"}},
+		"other scheme, same": {csrf: token, header: []string{"Origin", "https://" + strings.TrimPrefix(srv.URL, "http://")}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := url.Values{}
+			for k, v := range form {
+				f[k] = v
+			}
+			f.Set("csrf", tc.csrf)
+			status, body, _ := b.post("/ui/tenants/ml/quota", f, tc.header...)
+			must.Eq(t, http.StatusForbidden, status)
+			must.StrContains(t, body, "CSRF")
+		})
+	}
+	must.SliceEmpty(t, fn.written(), must.Sprint("no refused write reached Nomad"))
+
+	f := url.Values{"resource": {"gpu"}, "quota": {"6"}, "csrf": {token}}
+	status, _, resp := b.post("/ui/tenants/ml/quota", f, "Origin", srv.URL)
+	must.Eq(t, http.StatusSeeOther, status)
+	must.Eq(t, "/ui/tenants/ml?saved=gpu", resp.Header.Get("Location"))
+	must.Eq(t, []string{"ml"}, fn.written())
+	must.Eq(t, "6", fn.meta["ml"]["allot.quota.gpu"])
+	must.Eq(t, "8", fn.meta["ml"]["allot.limit.gpu"], must.Sprint("other keys stay"))
+}
+
+func TestQuotaValidatedLikeAllotctlAndNomadDecides(t *testing.T) {
+	srv, fn := newGovernor(t, testPlan(), false, false)
+	cases := map[string]struct {
+		token      string
+		form       url.Values
+		wantStatus int
+		wantText   string
+	}{
+		"unknown resource":  {"mlw", url.Values{"resource": {"tpu"}, "quota": {"1"}}, http.StatusBadRequest, "unknown resource"},
+		"bad amount":        {"mlw", url.Values{"resource": {"gpu"}, "quota": {"lots"}}, http.StatusBadRequest, "allot.quota.gpu"},
+		"nothing given":     {"mlw", url.Values{"resource": {"gpu"}}, http.StatusBadRequest, "give a quota"},
+		"limit below quota": {"mlw", url.Values{"resource": {"gpu"}, "limit": {"2"}}, http.StatusBadRequest, "not written"},
+		"read-only token":   {"ml", url.Values{"resource": {"gpu"}, "quota": {"2"}}, http.StatusForbidden, "Nomad refused the change (403): Permission denied"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBrowser(t, srv)
+			tc.form.Set("csrf", b.signIn(tc.token))
+			status, body, _ := b.post("/ui/tenants/ml/quota", tc.form)
+			must.Eq(t, tc.wantStatus, status)
+			must.StrContains(t, body, tc.wantText)
+			must.StrContains(t, body, fmt.Sprintf(`value="%s"`, tc.form.Get("resource")), must.Sprint("the form keeps the input"))
+		})
+	}
+	must.SliceEmpty(t, fn.written())
+}
+
+func TestOtherTenantIs403(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	token := b.signIn("ml")
+	for _, path := range []string{"/ui/jobs/secret/x", "/ui/jobs/secret/nothing-there", "/ui/tenants/secret"} {
+		status, body, _ := b.get(path)
+		must.Eq(t, http.StatusForbidden, status, must.Sprint(path))
+		must.StrContains(t, body, "Permission denied")
+		must.StrNotContains(t, body, "fit: none")
+	}
+	status, _, _ := b.post("/ui/tenants/secret/quota", url.Values{"csrf": {token}, "resource": {"gpu"}, "quota": {"1"}})
+	must.Eq(t, http.StatusForbidden, status)
+	status, body, _ := b.get("/ui/queue?tenant=secret")
+	must.Eq(t, http.StatusOK, status)
+	must.StrContains(t, body, "0 match of 2 you can see (3 queued in all)")
+	must.StrNotContains(t, body, "fit: none")
+	for _, path := range []string{"/ui/", "/ui/queue", "/ui/tenants/", "/ui/tenants/ml", "/ui/jobs/ml/held"} {
+		status, body, _ := b.get(path)
+		must.Eq(t, http.StatusOK, status, must.Sprint(path))
+		must.StrNotContains(t, body, "secret", must.Sprint(path))
+	}
+}
+
+func TestHostileNamesAreEscaped(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	b.signIn("ml")
+	for _, path := range []string{"/ui/queue", "/ui/tenants/ml", "/ui/jobs/ml/" + url.PathEscape(hostile)} {
+		status, body, _ := b.get(path)
+		must.Eq(t, http.StatusOK, status, must.Sprint(path))
+		must.StrNotContains(t, body, hostile, must.Sprint(path))
+		must.StrNotContains(t, body, "<script>alert", must.Sprint(path))
+		must.StrContains(t, body, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", must.Sprint(path))
+	}
+	// Every script the console sends is its own file; the CSP forbids
+	// inline script.
+	status, body, resp := b.get("/ui/queue")
+	must.Eq(t, http.StatusOK, status)
+	must.Eq(t, 1, strings.Count(body, "<script"))
+	must.StrContains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+}
+
+func TestHeldJobShowsQueued(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	b.signIn("ml")
+	status, body, _ := b.get("/ui/jobs/ml/held")
+	must.Eq(t, http.StatusOK, status)
+	must.StrContains(t, body, `<span class="tag state-queued">queued</span>`)
+	must.StrContains(t, body, "limit: needs 4 gpu; tenant ml uses 8 of limit 8")
+	must.StrNotContains(t, body, "dead", must.Sprint("Nomad calls a held job dead; the console does not"))
+	_, body, _ = b.get("/ui/tenants/ml")
+	must.RegexMatch(t, regexp.MustCompile(`held</a></td>\s*<td><span class="tag queued">queued</span>`), body)
+	must.StrContains(t, body, `running</a></td>`)
+}
+
+func TestQueuePagesAndFilters(t *testing.T) {
+	var extra []engine.Verdict
+	for i := 0; i < 120; i++ {
+		class := "standard"
+		if i%2 == 1 {
+			class = "low"
+		}
+		extra = append(extra, queued("ml", fmt.Sprintf("j%03d", i), class, 4+i, 3+i, "fit: none"))
+	}
+	srv, _ := newGovernor(t, testPlan(extra...), false, false)
+	b := newBrowser(t, srv)
+	b.signIn("ml")
+	status, body, _ := b.get("/ui/queue?page=2")
+	must.Eq(t, http.StatusOK, status)
+	must.StrContains(t, body, "122 match of 122 you can see (123 queued in all)")
+	must.StrContains(t, body, `data-position="52"`)
+	must.StrNotContains(t, body, `data-position="51"`)
+	must.StrContains(t, body, "Page 2 of 3")
+	_, body, _ = b.get("/ui/queue?class=low&page=2")
+	must.StrContains(t, body, "61 match of 122 you can see") // 60 of the extra jobs and "held"
+	must.Eq(t, 11, strings.Count(body, "<td>low</td>"))
+	must.StrNotContains(t, body, "<td>standard</td>")
+}
+
+func TestACLsOffNeedsNoSignIn(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), true, false)
+	b := newBrowser(t, srv)
+	status, body, _ := b.get("/ui/")
+	must.Eq(t, http.StatusOK, status)
+	must.StrContains(t, body, "ACLs are disabled: everyone sees everything.")
+	must.StrContains(t, body, "secret", must.Sprint("without ACLs every tenant shows"))
+	must.StrNotContains(t, body, "Sign out")
+}
+
+func TestLanguages(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	b.signIn("ml")
+	_, body, _ := b.get("/ui/queue", "Accept-Language", "zh-CN,zh;q=0.9,en;q=0.8")
+	must.StrContains(t, body, `<html lang="zh-Hans">`)
+	must.StrContains(t, body, "<h1>队列</h1>")
+	_, body, _ = b.get("/ui/queue", "Accept-Language", "fr, en;q=0.5, zh;q=0.1")
+	must.StrContains(t, body, `<html lang="en">`)
+	_, body, resp := b.get("/ui/queue?lang=zh")
+	must.StrContains(t, body, "<h1>队列</h1>")
+	must.Eq(t, "zh", cookieNamed(resp, "allot_lang").Value)
+	_, body, _ = b.get("/ui/queue", "Accept-Language", "en")
+	must.StrContains(t, body, "<h1>队列</h1>", must.Sprint("the switch outlasts Accept-Language"))
+	must.StrContains(t, body, `href="/ui/queue?lang=en"`)
+}
+
+func TestRootRedirectsBrowsers(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	status, _, resp := b.get("/", "Accept", "text/html,application/xhtml+xml")
+	must.Eq(t, http.StatusFound, status)
+	must.Eq(t, "/ui/", resp.Header.Get("Location"))
+	status, _, _ = b.get("/")
+	must.Eq(t, http.StatusNotFound, status)
+	status, _, _ = b.get("/nothing")
+	must.Eq(t, http.StatusNotFound, status)
+	status, _, _ = b.get("/ui/static/vendor/htmx.min.js")
+	must.Eq(t, http.StatusOK, status)
+}

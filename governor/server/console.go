@@ -1,0 +1,55 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/allot-sh/allot/governor/console"
+)
+
+// mountConsole serves the governance console at /ui/ (governor/console):
+// it reads through this mux's /allot/v1 handlers in process and writes
+// through the proxy, both with the signed-in user's token. A browser
+// asking for / is sent to /ui/.
+func (s *Server) mountConsole(mux *http.ServeMux) {
+	log := s.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	c, err := console.New(console.Options{API: mux, Nomad: s.Proxy, Auth: s.Auth, JobPool: s.jobPool, Now: s.Now,
+		Log: log.Named("console")})
+	if err != nil {
+		// The templates are embedded: this is a build defect, not a
+		// condition of the cluster. The API keeps serving.
+		log.Error("console disabled", "error", err)
+		return
+	}
+	mux.Handle(console.Prefix, c)
+	mux.HandleFunc("/", rootToConsole)
+}
+
+// rootToConsole redirects browsers from / to /ui/; every other unknown
+// path is 404 as before.
+func rootToConsole(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		strings.Contains(r.Header.Get("Accept"), "text/html") {
+		http.Redirect(w, r, console.Prefix, http.StatusFound)
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// jobPool is the node pool of a job the store knows ("default" when the
+// job names none, "" when unknown).
+func (s *Server) jobPool(ns, id string) string {
+	j, ok := s.Store.Job(ns, id)
+	switch {
+	case !ok:
+		return ""
+	case j.NodePool == "":
+		return "default"
+	}
+	return j.NodePool
+}
