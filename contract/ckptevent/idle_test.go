@@ -49,3 +49,29 @@ func TestIdleSignalRefused(t *testing.T) {
 	}
 	must.False(t, IsIdleSignal("SIGUSR1"))
 }
+
+// FuzzParseIdleSignal feeds arbitrary signal names (anyone with
+// alloc-lifecycle can send one to the driver): never a panic; a name that
+// parses has a known kind, and a warning its times and action; what
+// Signal writes parses back to the same notice.
+func FuzzParseIdleSignal(f *testing.F) {
+	f.Add("ALLOT_IDLE_WARNING;since=2026-11-30T15:02:11Z;due=2026-11-30T15:32:11Z;action=checkpoint;class=idle-held")
+	f.Add("ALLOT_IDLE_WITHDRAWN")
+	f.Add("ALLOT_IDLE_WARNING;since=;due=;action=")
+	f.Add("SIGUSR1")
+	f.Fuzz(func(t *testing.T, name string) {
+		n, err := ParseIdleSignal(name)
+		if err != nil {
+			must.Eq(t, IdleNotice{}, n)
+			return
+		}
+		must.True(t, n.Kind == IdleWarning || n.Kind == IdleWithdrawn)
+		if n.Kind == IdleWarning {
+			must.False(t, n.Since.IsZero() || n.Due.IsZero() || n.Action == "")
+		}
+		_ = n.Message()
+		again, err := ParseIdleSignal(n.Signal())
+		must.NoError(t, err)
+		must.Eq(t, n.Signal(), again.Signal())
+	})
+}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,9 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/contract/ckptevent"
 	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/idle"
 	"github.com/allot-sh/allot/governor/ledger"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
@@ -32,8 +35,10 @@ gpu "H200" {
 }
 `
 
-// idleConfig scales the idle windows down: a 2 s period, a 10 s window
-// and a 10 s grace.
+// idleConfig scales the idle windows down: a 2 s period, a 10 s window,
+// a 12 s grace and a 4 s notice: idle for 10 s → suspect; still idle 8 s
+// later → warned; still idle at the end of the grace (suspect + 12 s) →
+// checkpoint-stopped and requeued.
 const idleConfig = `
 cycle_interval = "1s"
 backoff_base   = "1s"
@@ -42,10 +47,17 @@ ledger { path = %q }
 idle {
   period    = "2s"
   window    = "10s"
-  grace     = "10s"
+  grace     = "12s"
+  notice    = "4s"
   threshold = 5
 }
 `
+
+const (
+	idlePeriod = 2 * time.Second
+	idleGrace  = 12 * time.Second
+	idleNotice = 4 * time.Second
+)
 
 // telemetry scripts the inventory backend's stats: a device not set
 // reports nothing (missing telemetry, never idle, never a zombie).
@@ -93,11 +105,13 @@ var (
 )
 
 // TestE2E_Idle: 20 one-GPU ckpt jobs: 10 busy, 5 idle-held, 3 idle then
-// busy again inside the grace, 2 idle but exempt. The 5 are warned and
+// busy again inside the grace, 2 idle but exempt. Exactly the 5 are warned
+// (ledger, metric, and a task event through the ckpt driver), then
 // checkpoint-stopped at the end of the grace (± one period), requeued, and
-// resume from their checkpoint; the 3 are warned and withdrawn; the
-// others are never touched. Then a zombie (memory and a process left on a
-// device after its allocation stopped) is reported within two periods.
+// resume from their checkpoint; the 3 (idle for the whole window, busy
+// again inside the grace before the notice) are never warned; the other 15
+// are never touched. Then a zombie (memory and a process left on a device
+// after its allocation stopped) is reported within two periods.
 func TestE2E_Idle(t *testing.T) {
 	start := time.Now()
 	dir, root := t.TempDir(), t.TempDir()
@@ -172,7 +186,8 @@ func TestE2E_Idle(t *testing.T) {
 		}
 	}
 
-	// the 3 flip back to busy as soon as they are warned
+	// the 3 flip back to busy as soon as they are suspects (idle for the
+	// whole window, inside the grace, before the warning)
 	flipped := map[string]bool{}
 	reclaimed := map[string]time.Time{}
 	c.Eventually(90*time.Second, "5 idle-held jobs reclaimed", func() error {
@@ -182,7 +197,7 @@ func TestE2E_Idle(t *testing.T) {
 		}
 		for _, k := range a.Candidates {
 			n, _ := strconv.Atoi(k.JobID[1:])
-			if n >= 15 && n <= 17 && k.Step == "warned" && !flipped[k.JobID] {
+			if n >= 15 && n <= 17 && k.Step == "suspect" && !flipped[k.JobID] {
 				flipped[k.JobID] = true
 				tl.device(t, dev(first[k.JobID]), busy)
 			}
@@ -204,40 +219,69 @@ func TestE2E_Idle(t *testing.T) {
 		return nil
 	})
 	must.MapLen(t, 5, reclaimed, must.Sprintf("reclaimed: %v", reclaimed))
-	must.MapLen(t, 3, flipped)
+	must.MapLen(t, 3, flipped, must.Sprint("the 3 were seen as suspects (idle through the window)"))
 
-	// the ledger has the ladder: warn+reclaim for the 5, warn+cancel for the 3
+	// the ledger has the ladder: warn+reclaim for exactly the 5, nothing
+	// for the 3 (never warned) or anyone else
 	var audit ledger.AuditAnswer
 	getJSON(t, e.g.Addr+"/allot/v1/audit?kind=idle:&since="+idleStart.Add(-time.Minute).UTC().Format(time.RFC3339), &audit)
 	byJob := map[string][]string{}
 	at := map[string]map[string]time.Time{}
+	detail := map[string]map[string]idle.Detail{}
 	for _, en := range audit.Entries {
 		if en.Kind == "idle:zombie" {
 			continue
 		}
 		byJob[en.Subject] = append(byJob[en.Subject], en.Kind)
 		if at[en.Subject] == nil {
-			at[en.Subject] = map[string]time.Time{}
+			at[en.Subject], detail[en.Subject] = map[string]time.Time{}, map[string]idle.Detail{}
 		}
-		at[en.Subject][en.Kind] = en.Time
+		var d idle.Detail
+		must.NoError(t, json.Unmarshal([]byte(en.Detail), &d))
+		at[en.Subject][en.Kind], detail[en.Subject][en.Kind] = en.Time, d
 	}
 	want := map[string][]string{}
 	for _, id := range ids[10:15] {
 		want[id] = []string{"idle:warn", "idle:reclaim"}
 	}
-	for _, id := range ids[15:18] {
-		want[id] = []string{"idle:warn", "idle:cancel"}
-	}
-	must.Eq(t, want, byJob)
-	var latencies, stopDelay []time.Duration
+	must.Eq(t, want, byJob, must.Sprint("exactly j10..j14 warned, then reclaimed"))
+	// warned at the notice before the end of the grace; stopped at the
+	// end of the grace (± one period), never before the warning
+	var latencies, stopDelay, stopVsDue []time.Duration
 	for _, id := range ids[10:15] {
+		r := detail[id]["idle:reclaim"]
+		must.Eq(t, idleGrace, r.DueAt.Sub(r.SuspectAt), must.Sprintf("%s: grace runs from the suspect", id))
+		stop, warned := at[id]["idle:reclaim"].Sub(r.DueAt), at[id]["idle:warn"].Sub(r.DueAt)
+		must.Between(t, -idlePeriod, stop, idlePeriod, must.Sprintf("%s stopped at the end of the grace ± one period", id))
+		must.Between(t, -idleNotice-idlePeriod, warned, -idleNotice+idlePeriod, must.Sprintf("%s warned at the notice ± one period", id))
+		must.Less(t, stop, warned, must.Sprintf("%s warned before the stop", id))
 		latencies = append(latencies, at[id]["idle:warn"].Sub(idleStart))
-		d := at[id]["idle:reclaim"].Sub(at[id]["idle:warn"])
-		stopDelay = append(stopDelay, d)
-		must.Between(t, 10*time.Second-2*time.Second, d, 10*time.Second+2*time.Second+500*time.Millisecond)
+		stopDelay = append(stopDelay, at[id]["idle:reclaim"].Sub(at[id]["idle:warn"]))
+		stopVsDue = append(stopVsDue, stop)
 	}
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	t.Logf("detection latency (idle start → warning): %v; warning → stop: %v", latencies, stopDelay)
+	t.Logf("detection latency (idle start → warning; window 10s + grace 12s − notice 4s = 18s by design): %v; warning → stop: %v; stop − end of grace: %v",
+		latencies, stopDelay, stopVsDue)
+
+	// the warning is a task event on each of the 5 (through the ckpt
+	// driver), and on no other allocation
+	for _, id := range ids {
+		a, _, err := c.API.Allocations().Info(first[id].ID, nil)
+		must.NoError(t, err)
+		var allot []string
+		for _, ev := range a.TaskStates["train"].Events {
+			if strings.HasPrefix(ev.DisplayMessage, ckptevent.IdleMessage) {
+				allot = append(allot, ev.DisplayMessage)
+			}
+		}
+		if n, _ := strconv.Atoi(id[1:]); n < 10 || n > 14 {
+			must.SliceEmpty(t, allot, must.Sprintf("%s has no idle task event", id))
+			continue
+		}
+		r := detail[id]["idle:reclaim"]
+		must.Eq(t, []string{fmt.Sprintf("Allot: accelerator idle since %s (idle-held); checkpoint-stop at %s unless busy",
+			r.IdleSince.UTC().Format(time.RFC3339), r.DueAt.UTC().Format(time.RFC3339))}, allot, must.Sprint(id))
+	}
 
 	// the 5 resume from their checkpoint; the other 15 keep their first allocation
 	for _, id := range ids[10:15] {
@@ -280,13 +324,14 @@ func TestE2E_Idle(t *testing.T) {
 		must.Zero(t, n, must.Sprint(id))
 	}
 	must.StrContains(t, pe.metric(`allot_idle_events_total{class="idle-held",event="reclaim",namespace="ml"}`), " 5")
+	must.StrContains(t, pe.metric(`allot_idle_events_total{class="idle-held",event="warn",namespace="ml"}`), " 5")
 	ia, err := e.gov.Idle(context.Background())
 	must.NoError(t, err)
 	must.Len(t, 1, ia.Totals)
 	tot := ia.Totals[0]
-	must.Eq(t, [3]int{8, 5, 5}, [3]int{tot.Warnings, tot.Reclaims, tot.ReleasedDevices}, must.Sprintf("%+v", tot))
+	must.Eq(t, [3]int{5, 5, 5}, [3]int{tot.Warnings, tot.Reclaims, tot.ReleasedDevices}, must.Sprintf("%+v", tot))
 	must.Positive(t, tot.ReclaimedGPUHours)
-	must.Less(t, tot.IdleGPUHours, tot.ReclaimedGPUHours, must.Sprint("the 3 withdrawn warnings add idle hours that were not reclaimed"))
+	must.Eq(t, tot.IdleGPUHours, tot.ReclaimedGPUHours, must.Sprint("every warned allocation was reclaimed"))
 	t.Logf("ledger totals: %+v", tot)
 
 	// zombie: j00 stops, its device keeps memory and a process

@@ -16,12 +16,14 @@ func FuzzParseTenant(f *testing.F) {
 	f.Add(KeyMemory, "1024MiB", KeyTTL, "72h")
 	f.Add(KeyExemptPrefix+"train", "until=2027-01-01T00:00:00Z;reason=demo", KeyAction, "nuke")
 	f.Add(KeyThreshold, "NaN", KeyWindow, "0s")
+	f.Add(KeyNotice, "0s", KeyGrace, "10m")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		def := DefaultPolicy()
 		got := ParseTenant("ml", map[string]string{k1: v1, k2: v2}, def)
 		p := got.Policy
 		must.Positive(t, p.Window)
 		must.GreaterEq(t, 0, p.Grace)
+		must.Positive(t, p.Notice)
 		must.GreaterEq(t, 0, p.UnclaimedTTL)
 		must.True(t, p.ThresholdPct >= 0 && p.ThresholdPct <= 100, must.Sprintf("threshold %v", p.ThresholdPct))
 		must.GreaterEq(t, 0, p.MemoryMiB)
