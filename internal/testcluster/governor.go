@@ -51,12 +51,13 @@ func (c *Cluster) StartGovernor(args ...string) *Governor {
 // until it is healthy.
 func (g *Governor) Start() {
 	g.t.Helper()
-	p, err := proc.Start(g.bin, g.args, []string{"NOMAD_ADDR=", "NOMAD_TOKEN="}, g.LogPath)
-	if err != nil {
-		g.t.Fatalf("testcluster: starting governor: %v", err)
-	}
-	g.p = p
+	g.StartNoWait()
 	g.WaitHealthy(time.Minute)
+}
+
+// procStart starts the governor's process.
+func procStart(g *Governor) (*proc.Process, error) {
+	return proc.Start(g.bin, g.args, []string{"NOMAD_ADDR=", "NOMAD_TOKEN=", "CONSUL_HTTP_TOKEN="}, g.LogPath)
 }
 
 // WaitHealthy polls /readyz until it answers 200; it fails at once when
