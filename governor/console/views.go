@@ -30,6 +30,12 @@ func (c *Console) viewTable() []View {
 		{Path: "queue", Nav: "nav.queue", Template: "queue", Serve: c.queue},
 		{Path: "tenants/", Nav: "nav.tenants", Serve: c.tenant},
 		{Path: "jobs/", Template: "job", Serve: c.job},
+		{Path: "usage", Nav: "nav.usage", Template: "usage", Serve: c.usage},
+		{Path: "usage.csv", Serve: c.usageCSV},
+		{Path: "idle", Nav: "nav.idle", Template: "idle", Serve: c.idleView},
+		{Path: "idle/exempt", Template: "idle", Serve: c.idleExempt},
+		{Path: "capacity", Nav: "nav.capacity", Template: "capacity", Serve: c.capacity},
+		{Path: "audit", Nav: "nav.audit", Template: "audit", Serve: c.auditView},
 	}
 }
 

@@ -1,0 +1,109 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/ledger"
+)
+
+// auditShown bounds the entries one audit page lists (newest first).
+const auditShown = 200
+
+// auditKinds are the kind filter's choices: a prefix of the entry kind.
+var auditKinds = []string{"", ledger.KindNamespaceMeta, ledger.KindDecision}
+
+// auditData is the audit page.
+type auditData struct {
+	Window  window
+	Windows []choice
+	Tenant  string
+	Tenants []string
+	Kind    string
+	Kinds   []choice
+	Entries []ledger.Entry
+	// Matched is how many entries matched before auditShown cut them.
+	Matched int
+	// Verified is the chain check's result, for management tokens that
+	// asked for it (?verify=1).
+	Verified    bool
+	VerifiedN   int
+	VerifyError string
+	CanVerify   bool
+	VerifyURL   string
+	Note        string
+}
+
+// auditView serves /ui/audit: quota and class changes with their actor,
+// and the governor's decisions, filtered by tenant, kind and window;
+// newest first.
+func (c *Console) auditView(w http.ResponseWriter, q *Req) {
+	v := q.R.URL.Query()
+	win := c.readWindow(q.R)
+	d := auditData{Window: win, Tenant: v.Get("tenant"), Kind: v.Get("kind"),
+		CanVerify: q.Caller != nil && q.Caller.Management()}
+	if !contains(auditKinds, d.Kind) {
+		d.Kind = ""
+	}
+	for _, o := range reportWindows {
+		d.Windows = append(d.Windows, choice{o.Code, q.L.T("window." + o.Code), o.Code == win.Code})
+	}
+	for _, k := range auditKinds {
+		d.Kinds = append(d.Kinds, choice{k, q.L.T("audit.kind." + auditKindKey(k)), k == d.Kind})
+	}
+	var ts allotapi.TenantList
+	if err := c.api(q, "/allot/v1/tenants", &ts); err == nil {
+		for _, t := range ts.Tenants {
+			d.Tenants = append(d.Tenants, t.Namespace)
+		}
+		sort.Strings(d.Tenants)
+	}
+	p := win.params()
+	if d.Kind != "" {
+		p.Set("kind", d.Kind)
+	}
+	self := url.Values{"window": {win.Code}, "tenant": {d.Tenant}, "kind": {d.Kind}, "verify": {"1"}}
+	d.VerifyURL = Prefix + "audit?" + self.Encode()
+	if d.CanVerify && (v.Get("verify") == "1") {
+		p.Set("verify", "true")
+	}
+	var aa ledger.AuditAnswer
+	if err := c.api(q, "/allot/v1/audit?"+p.Encode(), &aa); err != nil {
+		c.ledgerFail(w, q, err, "audit", "audit.title", &d.Note, d)
+		return
+	}
+	if aa.Verified != nil {
+		d.Verified, d.VerifiedN, d.VerifyError = true, *aa.Verified, aa.VerifyError
+	}
+	d.Entries = auditFilter(aa.Entries, d.Tenant)
+	d.Matched = len(d.Entries)
+	if len(d.Entries) > auditShown {
+		d.Entries = d.Entries[:auditShown]
+	}
+	c.render(w, q, http.StatusOK, "audit", "audit.title", "", d)
+}
+
+// auditFilter keeps the entries of tenant ("" keeps all), newest first.
+// The API has already dropped every namespace the caller may not read.
+func auditFilter(es []ledger.Entry, tenant string) []ledger.Entry {
+	out := make([]ledger.Entry, 0, len(es))
+	for i := len(es) - 1; i >= 0; i-- {
+		if tenant == "" || es[i].Namespace == tenant {
+			out = append(out, es[i])
+		}
+	}
+	return out
+}
+
+// auditKindKey is the catalogue suffix of a kind filter.
+func auditKindKey(kind string) string {
+	switch kind {
+	case ledger.KindNamespaceMeta:
+		return "meta"
+	case ledger.KindDecision:
+		return "decision"
+	}
+	return "all"
+}

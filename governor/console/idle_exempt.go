@@ -1,0 +1,128 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Exemption rules, the same as `allotctl idle exempt` (cli/idle;
+// TestExemptionMatchesCLI holds them equal).
+const (
+	// MaxExemption bounds how far ahead an exemption may expire.
+	MaxExemption = 90 * 24 * time.Hour
+	// exemptPrefix + job ID is the namespace meta key of an exemption
+	// (governor/idle.KeyExemptPrefix).
+	exemptPrefix = "allot.idle.exempt."
+)
+
+// errExemptForm is wrapped by every refusal of the exemption form.
+var errExemptForm = errors.New("invalid input")
+
+// exemptForm is the idle page's "grant an exemption" form.
+type exemptForm struct {
+	Namespace, Job, Until, Reason string
+}
+
+// exemptionExpiry reads a duration from now or an RFC3339 time, in the
+// future and at most MaxExemption ahead, as allotctl does.
+func exemptionExpiry(s string, now time.Time) (time.Time, error) {
+	var t time.Time
+	if d, err := time.ParseDuration(s); err == nil {
+		t = now.Add(d)
+	} else if t, err = time.Parse(time.RFC3339, s); err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither a duration (48h) nor an RFC3339 time", s)
+	}
+	if !t.After(now) {
+		return time.Time{}, errors.New("the expiry must be in the future")
+	}
+	if t.Sub(now) > MaxExemption {
+		return time.Time{}, fmt.Errorf("the expiry must be within %s", MaxExemption)
+	}
+	return t.UTC().Truncate(time.Second), nil
+}
+
+// meta checks the form and returns the meta key and value to write.
+func (f exemptForm) meta(now time.Time) (string, string, error) {
+	ns, job := strings.TrimSpace(f.Namespace), strings.TrimSpace(f.Job)
+	if ns == "" || job == "" {
+		return "", "", fmt.Errorf("%w: give a namespace and a job ID", errExemptForm)
+	}
+	until, err := exemptionExpiry(strings.TrimSpace(f.Until), now)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: until: %w", errExemptForm, err)
+	}
+	reason := strings.TrimSpace(strings.ReplaceAll(f.Reason, ";", ","))
+	if reason == "" {
+		return "", "", fmt.Errorf("%w: the reason must not be empty", errExemptForm)
+	}
+	return exemptPrefix + job, "until=" + until.Format(time.RFC3339) + ";reason=" + reason, nil
+}
+
+// idleExempt handles POST /ui/idle/exempt: the exemption is checked as
+// allotctl checks it and written into the namespace's meta with the
+// caller's token through the governor's proxy, so Nomad decides whether
+// the token may (namespace meta needs a management token) and the ledger
+// audits the change with the token as its actor.
+func (c *Console) idleExempt(w http.ResponseWriter, q *Req) {
+	if q.R.Method != http.MethodPost {
+		http.Redirect(w, q.R, Prefix+"idle", http.StatusSeeOther)
+		return
+	}
+	r := q.R
+	f := exemptForm{Namespace: r.PostFormValue("namespace"), Job: r.PostFormValue("job"),
+		Until: r.PostFormValue("until"), Reason: r.PostFormValue("reason")}
+	key, val, err := f.meta(c.opts.Now())
+	status := http.StatusBadRequest
+	if err == nil {
+		status, err = c.writeNamespaceMeta(q, strings.TrimSpace(f.Namespace), key, val)
+	}
+	if err != nil {
+		c.showIdle(w, q, status, idleData{Form: f, Error: err.Error()})
+		return
+	}
+	c.opts.Log.Info("console idle exemption", "namespace", f.Namespace, "job", f.Job, "accessor", q.Caller.AccessorID)
+	http.Redirect(w, r, Prefix+"idle?exempted="+url.QueryEscape(strings.TrimSpace(f.Namespace)+"/"+strings.TrimSpace(f.Job)), http.StatusSeeOther)
+}
+
+// writeNamespaceMeta sets one meta key of ns through the proxy with the
+// caller's token, keeping every other key as read just before. Nomad 1.6
+// has no check-and-set for namespaces, so a change made between the read
+// and the write is overwritten, as with allotctl. The status is the
+// answer's on error.
+func (c *Console) writeNamespaceMeta(q *Req, ns, key, val string) (int, error) {
+	if c.opts.Nomad == nil {
+		return http.StatusNotFound, errors.New("no Nomad proxy to write through")
+	}
+	path := "/v1/namespace/" + url.PathEscape(ns)
+	var cur api.Namespace
+	if err := c.nomad(q, path, &cur); err != nil {
+		return statusOf(err), fmt.Errorf("reading namespace %q: %w", ns, err)
+	}
+	next := maps.Clone(cur.Meta)
+	if next == nil {
+		next = map[string]string{}
+	}
+	next[key] = val
+	cur.Meta = next
+	body, err := json.Marshal(&cur)
+	if err != nil {
+		return http.StatusInternalServerError, fmt.Errorf("encoding namespace: %w", err)
+	}
+	rec, err := c.call(q.R.Context(), q, c.opts.Nomad, http.MethodPost, path, bytes.NewReader(body))
+	if err != nil {
+		return http.StatusInternalServerError, err
+	}
+	if rec.status/100 != 2 {
+		return rec.status, fmt.Errorf("Nomad refused the change (%d): %s", rec.status, strings.TrimSpace(rec.body.String()))
+	}
+	return http.StatusOK, nil
+}

@@ -1,0 +1,73 @@
+package console
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	cliidle "github.com/allot-sh/allot/cli/idle"
+	clireport "github.com/allot-sh/allot/cli/report"
+	"github.com/allot-sh/allot/governor/idle"
+	"github.com/allot-sh/allot/governor/ledger"
+)
+
+// TestExemptionMatchesCLI: the console's exemption form accepts and
+// refuses exactly what `allotctl idle exempt -until` does.
+func TestExemptionMatchesCLI(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	must.Eq(t, cliidle.MaxExemption, MaxExemption)
+	for _, in := range []string{"48h", "1s", "0s", "-1h", "2160h", "2160h1s", "2026-12-01T00:00:00Z",
+		"2026-11-30T11:59:59Z", "2027-06-01T00:00:00Z", "2026-12-01T08:00:00+08:00", "tomorrow", "", "90d"} {
+		t.Run(in, func(t *testing.T) {
+			want, wantErr := cliidle.Expiry(in, now)
+			got, err := exemptionExpiry(in, now)
+			must.Eq(t, wantErr == nil, err == nil, must.Sprintf("cli: %v, console: %v", wantErr, err))
+			if err != nil {
+				must.EqError(t, err, wantErr.Error())
+				return
+			}
+			must.Eq(t, want, got)
+		})
+	}
+}
+
+// TestUsageTableMatchesCLI: the CSV export and the usage table have the
+// columns and number formats of `allotctl report usage`.
+func TestUsageTableMatchesCLI(t *testing.T) {
+	rows := []ledger.Usage{
+		{Key: map[string]string{"tenant": "ml", "job": "train", "model": "nvidia/gpu/H200"}, Allocations: 3, DeviceMS: 7_200_000,
+			UsedDeviceMS: 3_600_000, UsedSampledMS: 7_200_000, RunMS: 3_600_500, WaitMS: 1234, Failures: 1, Preemptions: 2, Restarts: 3, LostWorkMS: 99},
+		{Key: map[string]string{"job": "x"}, DeviceMS: 1},
+	}
+	for _, by := range [][]string{{"tenant"}, {"model"}, {"job"}, {"tenant", "job"}, {"pool", "model"}, {"job", "class"}} {
+		ua := ledger.UsageAnswer{By: by, Rows: rows}
+		wh, wr := clireport.UsageTable(ua)
+		gh, gr := UsageTable(ua)
+		must.Eq(t, wh, gh)
+		must.Eq(t, wr, gr)
+	}
+}
+
+// TestRuntimeKeysInCatalogue: the labels the report views build at run
+// time (windows, groupings, audit kinds, idle ladder steps) exist.
+func TestRuntimeKeysInCatalogue(t *testing.T) {
+	var keys []string
+	for _, w := range reportWindows {
+		keys = append(keys, "window."+w.Code)
+	}
+	for _, g := range usageGroupings {
+		keys = append(keys, "by."+g)
+	}
+	for _, k := range auditKinds {
+		keys = append(keys, "audit.kind."+auditKindKey(k))
+	}
+	for _, s := range []idle.Step{idle.StepObserve, idle.StepSuspect, idle.StepWarned, idle.StepReclaim, idle.StepReclaimed, idle.StepExempt} {
+		keys = append(keys, "step."+string(s))
+	}
+	keys = append(keys, "usage.title", "idle.title", "capacity.title", "audit.title")
+	for _, k := range keys {
+		_, ok := catalogue[k]
+		must.True(t, ok, must.Sprintf("label %q is not in the catalogue", k))
+	}
+}
