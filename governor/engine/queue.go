@@ -146,7 +146,7 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 	b = appendShape(b, j, missing)
 	shape := string(b[prefix:])
 	// Behind a reservation the outcome depends on the run time too.
-	key := string(strconv.AppendInt(append(b, "|rt"...), int64(RuntimeOf(j)), 10))
+	key := string(strconv.AppendInt(append(b, "|rt"...), int64(cy.cfg.RuntimeOf(j)), 10))
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		checks := m.checks

@@ -55,7 +55,7 @@ func (cy *cycle) allocEnd(a *Alloc) (time.Time, bool) {
 	if j == nil || a.StartedAt.IsZero() {
 		return time.Time{}, false
 	}
-	rt := RuntimeOf(j)
+	rt := cy.cfg.RuntimeOf(j)
 	if rt <= 0 {
 		return time.Time{}, false
 	}
@@ -176,7 +176,13 @@ func (c *capacity) scratch(nodes []*freeNode) *capacity {
 // EndsBefore tells whether job j, started at now, ends by the
 // reservation's start by its run time (allot.max-runtime or estimate).
 func (r *Reservation) EndsBefore(j *Job, now time.Time) bool {
-	rt := RuntimeOf(j)
+	return r.EndsWithin(RuntimeOf(j), now)
+}
+
+// EndsWithin tells whether a job of run time rt (> 0), started at now,
+// ends by the reservation's start; Config.RuntimeOf gives rt with the
+// learned estimates.
+func (r *Reservation) EndsWithin(rt time.Duration, now time.Time) bool {
 	return !r.Start.IsZero() && rt > 0 && !now.Add(rt).After(r.Start)
 }
 
@@ -185,8 +191,8 @@ func (r *Reservation) EndsBefore(j *Job, now time.Time) bool {
 // or when it fits outside the reserved nodes. It returns the order check
 // and, when j may go on, the fit to use (nil: the usual fit).
 func (cy *cycle) checkBackfill(j *Job, missing []int, shape string, r *reservation) (Check, *fitResult) {
-	rt := RuntimeOf(j)
-	if (&Reservation{Start: r.Start}).EndsBefore(j, cy.s.Now) {
+	rt := cy.cfg.RuntimeOf(j)
+	if (&Reservation{Start: r.Start}).EndsWithin(rt, cy.s.Now) {
 		return Check{Name: "order", OK: true, Detail: fmt.Sprintf("backfill: runs at most %s, ending before %s's reservation starts at %s",
 			rt, r.head.Key(), r.Start.UTC().Format(time.RFC3339))}, nil
 	}
@@ -205,7 +211,7 @@ func (cy *cycle) behindReservation(j *Job, r *reservation) Check {
 	head := r.head
 	waited := cy.s.Now.Sub(head.QueuedAt).Round(time.Second)
 	var when string
-	switch rt := RuntimeOf(j); {
+	switch rt := cy.cfg.RuntimeOf(j); {
 	case r.Start.IsZero():
 		when = "its start is unknown (what runs on its nodes has no runtime estimate)"
 	case rt <= 0:

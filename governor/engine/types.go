@@ -232,6 +232,11 @@ type Config struct {
 	// (the default, config system_jobs = "refuse") holds them with a
 	// reason and never admits them.
 	GovernSystemJobs bool
+	// Runtimes, when set, estimates the run time of a job that sets no
+	// allot.max-runtime and carries no Estimate: the governor's learned
+	// run times (governor/estimate). It returns zero when it knows none.
+	// Reservations and backfill use it (Config.RuntimeOf).
+	Runtimes func(j *Job) time.Duration
 }
 
 // Snapshot is the engine's whole input besides Config.
