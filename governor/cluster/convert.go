@@ -25,7 +25,7 @@ func convertJob(j *api.Job, rec jobmeta.Record, tokens jobmeta.Tokens) *engine.J
 		Class:       j.Meta[jobmeta.Class],
 		State:       jobState(j, rec),
 		Version:     u64(j.JobModifyIndex),
-		Dead:        j.Status != nil && *j.Status == "dead",
+		Dead:        dead(j),
 		Dispatched:  j.Dispatched,
 		System:      isSystem(j),
 		Priority:    priority(j),
@@ -46,6 +46,25 @@ func convertJob(j *api.Job, rec jobmeta.Record, tokens jobmeta.Tokens) *engine.J
 	return out
 }
 
+// dead reads Nomad's job status "dead", except where it is not yet
+// true. Nomad 1.6.1 stores a registration in two transactions at one
+// Raft index (fsm applyUpsertJob: the job, then its evaluation), and the
+// job's status in the first is computed without the new evaluation: a
+// job registered again to run after all its earlier allocations and
+// evaluations finished (a held job the governor admits, a requeued victim
+// admitted again) reads "dead" until the second transaction makes it
+// "pending". That status carries the registration's own index
+// (ModifyIndex == JobModifyIndex); any later status change has a higher
+// ModifyIndex. Read as dead, the job's reservation would vanish between
+// the two events and its capacity look free.
+func dead(j *api.Job) bool {
+	if j.Status == nil || *j.Status != "dead" {
+		return false
+	}
+	running := j.Stop == nil || !*j.Stop
+	return !(running && j.ModifyIndex != nil && j.JobModifyIndex != nil && *j.ModifyIndex == *j.JobModifyIndex)
+}
+
 func constraints(cs []*api.Constraint) []engine.Constraint {
 	var out []engine.Constraint
 	for _, c := range cs {
@@ -54,14 +73,20 @@ func constraints(cs []*api.Constraint) []engine.Constraint {
 	return out
 }
 
-// ConvertAlloc converts an allocation; it returns nil for allocations
-// Nomad no longer wants to run (desired status other than run).
+// ConvertAlloc converts an allocation. One Nomad no longer wants to run
+// (desired status stop or evict) is kept as Stopping until its client
+// reports it terminal: Nomad 1.6.1's scheduler (AllocsFit,
+// ProposedAllocs) counts an allocation's resources until its client
+// status is terminal, so a preemption victim still holds its devices
+// while it checkpoints and stops. It returns nil for an allocation that
+// holds nothing and does not count for its job: stopped and finished.
 func ConvertAlloc(a *api.Allocation) *engine.Alloc {
-	if a.DesiredStatus != api.AllocDesiredStatusRun {
+	stopping := a.DesiredStatus != api.AllocDesiredStatusRun
+	if stopping && terminal(a.ClientStatus) {
 		return nil
 	}
 	out := &engine.Alloc{ID: a.ID, Namespace: a.Namespace, JobID: a.JobID, Group: a.TaskGroup, NodeID: a.NodeID,
-		Live: !terminal(a.ClientStatus), Complete: a.ClientStatus == api.AllocClientStatusComplete,
+		Live: !stopping && !terminal(a.ClientStatus), Stopping: stopping, Complete: a.ClientStatus == api.AllocClientStatusComplete,
 		CreateIndex: a.CreateIndex, Devices: map[string]int{},
 		Started: a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusComplete}
 	out.StartedAt = tasksStarted(a)

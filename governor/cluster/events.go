@@ -113,6 +113,7 @@ func (s *Store) applyEvent(e *Event) error {
 		if ev.TriggeredBy == "job-deregister" {
 			s.deregistered(ev.Namespace+"/"+ev.JobID, ev.JobModifyIndex)
 		}
+		s.noteEval(ev)
 	case api.TopicAllocation:
 		if p.Allocation == nil {
 			return orMissing(nil, "allocation")

@@ -115,6 +115,7 @@ func (s *Store) trackDead(c *engine.Job) {
 
 // forget drops job key and everything the store keeps for it (s.mu held).
 func (s *Store) forget(key string) {
+	delete(s.blocked, key)
 	delete(s.jobs, key)
 	delete(s.deadAt, key)
 	delete(s.deregAt, key)
@@ -160,6 +161,11 @@ func (s *Store) prune(now time.Time) {
 			s.gen++
 		}
 	}
+	for key := range s.blocked {
+		if _, ok := s.jobs[key]; !ok {
+			delete(s.blocked, key) // Nomad collected the job
+		}
+	}
 	for key := range s.deregAt {
 		if j, ok := s.jobs[key]; !ok && !s.verify[key] || ok && j.Version > s.deregAt[key] {
 			delete(s.deregAt, key)
@@ -174,10 +180,11 @@ func (s *Store) prune(now time.Time) {
 	}
 }
 
-// allocCounts tells whether allocation a can still matter: it is live,
-// or it finished under the running version of a job the store holds.
+// allocCounts tells whether allocation a can still matter: it is live or
+// stopping (it holds resources), or it finished under the running version
+// of a job the store holds.
 func (s *Store) allocCounts(a *engine.Alloc) bool {
-	if a.Live {
+	if a.Live || a.Stopping {
 		return true
 	}
 	j, ok := s.jobs[a.Namespace+"/"+a.JobID]

@@ -133,6 +133,7 @@ func fakeNomad(t *testing.T, jobs []*api.Job, evals map[string][]*api.Evaluation
 	}
 	mux.HandleFunc("/v1/nodes", func(w http.ResponseWriter, _ *http.Request) { reply(w, []any{}) })
 	mux.HandleFunc("/v1/allocations", func(w http.ResponseWriter, _ *http.Request) { reply(w, []any{}) })
+	mux.HandleFunc("/v1/evaluations", func(w http.ResponseWriter, _ *http.Request) { reply(w, []any{}) })
 	mux.HandleFunc("/v1/jobs", func(w http.ResponseWriter, _ *http.Request) {
 		var stubs []api.JobListStub
 		for _, j := range jobs {

@@ -54,7 +54,22 @@ func (n *NomadSource) Initial(ctx context.Context) (*Initial, error) {
 	if err := n.listJobs(ctx, in); err != nil {
 		return nil, err
 	}
+	if err := n.listBlocked(ctx, in); err != nil {
+		return nil, err
+	}
 	return in, nil
+}
+
+// listBlocked lists the blocked evaluations of every namespace (jobs
+// Nomad could not place; see blocked.go).
+func (n *NomadSource) listBlocked(ctx context.Context, in *Initial) error {
+	q := (&api.QueryOptions{Namespace: "*", Filter: `Status == "blocked"`}).WithContext(ctx)
+	evals, _, err := n.Client.Evaluations().List(q)
+	if err != nil {
+		return fmt.Errorf("listing blocked evaluations: %w", err)
+	}
+	in.Blocked = evals
+	return nil
 }
 
 func (n *NomadSource) listAllocs(q *api.QueryOptions, in *Initial) error {

@@ -23,6 +23,8 @@ type Initial struct {
 	Nodes  []*api.Node
 	Allocs []*api.Allocation
 	Jobs   []*api.Job
+	// Blocked lists Nomad's blocked evaluations (Store.noteEval).
+	Blocked []*api.Evaluation `json:",omitempty"`
 	// Deregs holds, by "ns/id", the index of the latest job-deregister
 	// evaluation of held jobs: a user's stop the event stream did not
 	// deliver (the governor was down).
@@ -55,6 +57,10 @@ type Store struct {
 	tokens jobmeta.Tokens
 	// refs maps opaque preemptor references to job keys (refs.go).
 	refs map[string]string
+	// blocked holds, by job key, Nomad's blocked evaluations of the job:
+	// evaluation ID → the job version (JobModifyIndex) it is for (see
+	// noteEval).
+	blocked map[string]map[string]uint64
 	// reserved holds the proxy's reservations, deadAt when finished jobs
 	// were first seen finished, prunedAt the last sweep (prune.go).
 	reserved map[string]reservation
@@ -102,7 +108,8 @@ func NewStore(book *quota.Book, governs func(string) bool) *Store {
 	}
 	return &Store{nodes: map[string]*engine.Node{}, allocs: map[string]*engine.Alloc{}, jobs: map[string]*engine.Job{},
 		meta: map[string]map[string]string{}, ckpt: map[string]time.Time{}, verify: map[string]bool{}, deregAt: map[string]uint64{}, book: book, governs: governs,
-		changed: make(chan struct{}, 1), reserved: map[string]reservation{}, deadAt: map[string]time.Time{}, clock: time.Now}
+		changed: make(chan struct{}, 1), reserved: map[string]reservation{}, deadAt: map[string]time.Time{}, clock: time.Now,
+		blocked: map[string]map[string]uint64{}}
 }
 
 // Changed is signalled (coalesced) after every change.
@@ -138,6 +145,10 @@ func (s *Store) Reset(in *Initial) {
 	s.noteRefs(in.Jobs)
 	for _, j := range in.Jobs {
 		s.putJob(j, true)
+	}
+	s.blocked = map[string]map[string]uint64{}
+	for _, ev := range in.Blocked {
+		s.noteEval(ev)
 	}
 	s.restoreReservations()
 	s.prune(s.clock())
@@ -366,6 +377,11 @@ func (s *Store) Snapshot(now time.Time) *engine.Snapshot {
 		snap.Allocs = append(snap.Allocs, a)
 	}
 	for _, j := range s.jobs {
+		if !j.Blocked && s.blockedAt(j) {
+			cp := *j // entries are never mutated: the snapshot gets a copy
+			cp.Blocked = true
+			j = &cp
+		}
 		snap.Jobs = append(snap.Jobs, j)
 	}
 	return snap

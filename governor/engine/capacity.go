@@ -63,7 +63,8 @@ type capacity struct {
 }
 
 // newCapacity builds the free capacity: node capacity minus every live
-// allocation on it.
+// or stopping allocation on it (Nomad frees an allocation's resources
+// only once its client reports it terminal).
 func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
 	c := &capacity{byID: map[string]*freeNode{}, byPool: map[string][]*freeNode{}, m: m, failed: map[string]string{}, cursor: map[string]int{}, sys: map[string][]*freeNode{}}
 	for _, n := range nodes {
@@ -79,7 +80,7 @@ func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
 		c.byPool[fn.node.Pool] = append(c.byPool[fn.node.Pool], fn)
 	}
 	for _, a := range allocs {
-		if fn := c.byID[a.NodeID]; fn != nil && a.Live {
+		if fn := c.byID[a.NodeID]; fn != nil && a.holds() {
 			fn.cpu -= a.CPU
 			fn.mem -= a.MemoryMB
 			for i, id := range fn.ids {

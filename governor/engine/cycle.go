@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/allot-sh/allot/governor/quota"
@@ -150,9 +151,29 @@ func (cy *cycle) reserveRunning(jobs []*Job) {
 			acct.usage.Add(req)
 		}
 		if v := cy.verdict(j); v != nil {
-			v.Reason = j.State.String() + ": running under Nomad"
+			v.Reason = cy.runningReason(j, missing)
 		}
 	}
+}
+
+// runningReason says where an admitted or direct job stands in Nomad:
+// running, waiting for Nomad to place allocations, or blocked in Nomad
+// (a blocked evaluation: Nomad found no room). Its reservation holds
+// either way.
+func (cy *cycle) runningReason(j *Job, missing []int) string {
+	n, want := 0, 0
+	for i, m := range missing {
+		n = satAdd(n, m)
+		want = satAdd(want, cy.want(j, i))
+	}
+	switch {
+	case n == 0:
+		return j.State.String() + ": running under Nomad"
+	case j.Blocked:
+		return fmt.Sprintf("%s, but blocked in Nomad: %d of %d allocations not placed, Nomad's scheduler found no room for them and waits for capacity (their resources stay reserved)",
+			j.State, n, want)
+	}
+	return fmt.Sprintf("%s: waiting for Nomad to place %d of %d allocations (their resources are reserved)", j.State, n, want)
 }
 
 // holdDirectOverLimit holds jobs registered straight to Nomad, newest

@@ -31,10 +31,18 @@ func (cy *cycle) placementOf(j *Job) placement {
 		// which is stopped, as dead too: it still needs everything.)
 		return p
 	}
-	allocs := cy.byJob[j.Key()]
 	for i := range j.Groups {
 		p.missing[i] = cy.want(j, i)
 	}
+	if j.State == Queued && !j.System && cy.jobByKey(j.Key()) == j {
+		// A held job of the snapshot (not a submission the proxy judges):
+		// Nomad stops whatever it still runs (a preemption victim whose
+		// stop Nomad has not planned yet), so none of it counts as placed.
+		// Counted as placed, the victim would be admitted again at once,
+		// onto the very allocation that is stopping.
+		return p
+	}
+	allocs := cy.byJob[j.Key()]
 	for _, a := range allocs {
 		gi := groupIndex(j, a.Group)
 		switch {

@@ -87,11 +87,24 @@ func (cy *cycle) buildPool() {
 			}
 		}
 	}
+	cy.addStopping(stoppingAllocs(cy.s.Allocs))
 	sort.Slice(ps.pool, func(a, b int) bool { return victimLess(ps.pool[a], ps.pool[b]) })
 	ps.byCohort = map[*cohort][]*victim{}
 	for _, v := range ps.pool {
 		ps.byCohort[v.acct.cohort] = append(ps.byCohort[v.acct.cohort], v)
 	}
+}
+
+// stoppingAllocs returns the allocations Nomad is stopping that still
+// hold their resources (Alloc.Stopping).
+func stoppingAllocs(in []*Alloc) []*Alloc {
+	var out []*Alloc
+	for _, a := range in {
+		if a.Stopping {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func liveAllocs(in []*Alloc) []*Alloc {

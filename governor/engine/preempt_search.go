@@ -49,7 +49,9 @@ func (s *trial) relevant(v *victim) bool {
 	return false
 }
 
-// addStopping records allocations Nomad is stopping.
+// addStopping records allocations Nomad is stopping: live ones of held
+// or stopped jobs (their usage is still counted) and those Nomad already
+// marked to stop (Alloc.Stopping: capacity only).
 func (cy *cycle) addStopping(allocs []*Alloc) {
 	ps := &cy.pre
 	if ps.stoppingUse == nil {
@@ -57,7 +59,7 @@ func (cy *cycle) addStopping(allocs []*Alloc) {
 	}
 	for _, a := range allocs {
 		ps.stopping = append(ps.stopping, a)
-		if acct := cy.accts[a.Namespace]; acct != nil {
+		if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
 			if ps.stoppingUse[acct] == nil {
 				ps.stoppingUse[acct] = quota.Vector{}
 			}
@@ -111,11 +113,11 @@ func shiftUsage(acct *account, use quota.Vector, sign int64) {
 	}
 }
 
-// shift frees (sign 1) or re-occupies (sign -1) a live allocation's
-// resources on its node.
+// shift frees (sign 1) or re-occupies (sign -1) the resources a live or
+// stopping allocation holds on its node.
 func (c *capacity) shift(a *Alloc, sign int64) {
 	fn := c.byID[a.NodeID]
-	if fn == nil || !a.Live {
+	if fn == nil || !a.holds() {
 		return
 	}
 	fn.cpu += sign * a.CPU

@@ -100,10 +100,13 @@ func (cy *cycle) reserveFor(j *Job, missing []int) *reservation {
 	// them, its start is unknown but its nodes still are.
 	var ends, unknown []endingAlloc
 	for _, a := range cy.s.Allocs {
-		if !a.Live || cy.replaced[a.ID] || !pool[a.NodeID] {
+		if !a.holds() || cy.replaced[a.ID] || !pool[a.NodeID] {
 			continue
 		}
-		if end, ok := cy.allocEnd(a); ok {
+		if a.Stopping {
+			// Nomad is stopping it: it ends now.
+			ends = append(ends, endingAlloc{a, cy.s.Now})
+		} else if end, ok := cy.allocEnd(a); ok {
 			ends = append(ends, endingAlloc{a, end})
 		} else {
 			unknown = append(unknown, endingAlloc{a: a})

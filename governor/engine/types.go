@@ -67,6 +67,11 @@ type Job struct {
 	// StoppedByUser marks a held job that a user stopped (nomad job stop)
 	// after its latest version: it leaves the queue and never runs.
 	StoppedByUser bool
+	// Blocked marks a job Nomad holds a blocked evaluation for at its
+	// current version: Nomad's scheduler found no room for some of its
+	// allocations and waits for capacity. An admitted job keeps its
+	// reservation; its verdict says Nomad has not placed it.
+	Blocked bool
 	// AdmittedAt is allot.admitted-at; the gang timeout counts from it.
 	AdmittedAt time.Time
 	// Requeues is allot.requeues: how often the governor stopped the job
@@ -185,6 +190,13 @@ type Alloc struct {
 	MemoryMB    int64
 	// Devices counts the allocated instances by "vendor/type/model".
 	Devices map[string]int
+	// Stopping is true while Nomad wants the allocation stopped (desired
+	// status stop or evict) but its client has not reported it terminal:
+	// Nomad's scheduler still counts what it holds on its node (it frees
+	// an allocation's resources only at a terminal client status), so the
+	// engine does too, while the allocation no longer counts as placed for
+	// its job nor in its tenant's usage. Live is false for it.
+	Stopping bool
 	// Started is true once the allocation's client status left pending
 	// (running or complete): the gang timeout waits for it.
 	Started bool
@@ -196,6 +208,10 @@ type Alloc struct {
 	// saved one.
 	LastCheckpoint time.Time
 }
+
+// holds tells whether allocation a occupies its node's resources: it is
+// live, or Nomad is stopping it and its client has not finished yet.
+func (a *Alloc) holds() bool { return a.Live || a.Stopping }
 
 // Tenant is one governed namespace as the engine sees it.
 type Tenant struct {
