@@ -46,6 +46,9 @@ func startIdle(ctx context.Context, cfg config.Config, client *api.Client, store
 	if lg != nil {
 		o.Recorder, o.Ledger = idle.LedgerRecorder{DB: lg.DB}, lg.DB
 	}
+	if act.Fence != nil { // HA: every governor observes, only the leader tells, reclaims and records
+		o.Leading = func() bool { _, _, ok := act.Fence.Lease(); return ok }
+	}
 	s := idle.NewService(o)
 	srv.Idle = s
 	go s.Run(ctx)

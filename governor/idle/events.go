@@ -8,6 +8,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// acting reports whether this governor carries out the ladder's effects
+// (task events, reclaims, ledger entries): always without HA; with HA only
+// while it leads, so a warning is told and recorded once, not once per
+// governor. Every governor observes, logs and exports metrics.
+func (s *Service) acting() bool { return s.o.Leading == nil || s.o.Leading() }
+
 // handle acts on one ladder transition: log, metric, record, reclaim.
 func (s *Service) handle(ctx context.Context, now time.Time, e Event) {
 	c := e.Candidate
@@ -23,12 +29,20 @@ func (s *Service) handle(ctx context.Context, now time.Time, e Event) {
 		return
 	case Warn:
 		log.Warn("idle allocation warned", "idle_since", c.IdleSince, "due_at", c.DueAt, "action", e.Action, "production", c.Production)
-		s.notify(ctx, log, c, e.Kind, e.Action)
+		if s.acting() {
+			s.notify(ctx, log, c, e.Kind, e.Action)
+		}
 	case Cancel:
 		log.Info("warned allocation busy again; warning withdrawn")
-		s.notify(ctx, log, c, e.Kind, e.Action)
+		if s.acting() {
+			s.notify(ctx, log, c, e.Kind, e.Action)
+		}
 	case Reclaim:
 		if s.o.Reclaimer == nil {
+			return
+		}
+		if !s.acting() {
+			log.Debug("idle allocation due; the leader reclaims it")
 			return
 		}
 		if !s.o.Detector.jobDue(c.Namespace, c.JobID) {
@@ -45,7 +59,7 @@ func (s *Service) handle(ctx context.Context, now time.Time, e Event) {
 	if s.o.Metrics != nil {
 		s.o.Metrics.event(e)
 	}
-	if s.o.Recorder != nil {
+	if s.o.Recorder != nil && s.acting() {
 		if err := s.o.Recorder.RecordIdle(ctx, now, e); err != nil {
 			log.Warn("recording idle event failed", "error", err)
 		}
@@ -83,7 +97,7 @@ func (s *Service) zombies(ctx context.Context, now time.Time, allocs []*api.Allo
 		if s.o.Metrics != nil {
 			s.o.Metrics.Zombies.Inc()
 		}
-		if s.o.Recorder != nil {
+		if s.o.Recorder != nil && s.acting() {
 			if err := s.o.Recorder.RecordZombie(ctx, z); err != nil {
 				s.o.Log.Warn("recording zombie failed", "error", err)
 			}

@@ -39,6 +39,9 @@ type Options struct {
 	Recorder   Recorder  // nil: not recorded
 	// Notifier writes warnings and withdrawals as task events (nil: none).
 	Notifier Notifier
+	// Leading reports whether this governor leads (HA); nil: it always
+	// does. Only the leader notifies, reclaims and records.
+	Leading func() bool
 	// Ledger, when set, supplies the per-namespace totals of the answer.
 	Ledger   *ledger.DB
 	Metrics  *Metrics // nil: none

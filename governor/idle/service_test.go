@@ -298,3 +298,32 @@ func TestCkptTasks(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestStandbyOnlyObserves: with HA, a governor that does not lead follows
+// the ladder (candidates, metrics) but sends no task event, reclaims
+// nothing and records nothing; once it leads, the due reclaim is carried
+// out on its next period.
+func TestStandbyOnlyObserves(t *testing.T) {
+	nomad := &fakeNomad{allocs: []*api.AllocationListStub{allocStub("a1", "j", "running", "g1")},
+		util: map[string]float64{"g1": 0}, mem: map[string]int64{"g1": 9000}, procs: map[string]int64{}}
+	now, leading := t0, false
+	rec, rc, nf := &fakeReclaimer{}, &fakeRecorder{}, &fakeNotifier{got: map[string][]string{}}
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Reclaimer: rec, Recorder: rc, Notifier: nf, Defaults: testPolicy(),
+		Period: period, Now: func() time.Time { return now }, Leading: func() bool { return leading }})
+	tick := func(from, to int) {
+		for n := from; n <= to; n++ {
+			now = t0.Add(time.Duration(n) * period)
+			must.NoError(t, s.Once(context.Background()))
+		}
+	}
+	tick(0, 10) // suspect 5, warned 7, due 9
+	must.Eq(t, StepReclaim, s.Detector().Candidates()[0].Step)
+	must.MapEmpty(t, nf.got)
+	must.SliceEmpty(t, rec.got)
+	must.SliceEmpty(t, rc.events)
+	leading = true
+	tick(11, 11)
+	must.Eq(t, []string{"j"}, rec.got)
+	must.Len(t, 1, rc.events)
+	must.Eq(t, Reclaim, rc.events[0].Kind)
+}
