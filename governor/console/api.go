@@ -43,6 +43,18 @@ func (c *Console) api(q *Req, path string, out any) error {
 	return nil
 }
 
+// queueOf is the queue as the caller may see it: Options.Queue (the API's
+// own function, no JSON round trip) when set, else /allot/v1/queue in
+// process.
+func (c *Console) queueOf(q *Req) (allotapi.Queue, error) {
+	if c.opts.Queue != nil {
+		return c.opts.Queue(q.Caller)
+	}
+	var qa allotapi.Queue
+	err := c.api(q, "/allot/v1/queue", &qa)
+	return qa, err
+}
+
 // nomad GETs path from Nomad through the governor's proxy with the
 // session's token (Nomad filters and refuses as it would for the token)
 // and decodes the JSON answer into out.

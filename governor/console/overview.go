@@ -47,8 +47,8 @@ func (c *Console) overview(w http.ResponseWriter, q *Req) {
 		c.apiFail(w, q, err)
 		return
 	}
-	var qa allotapi.Queue
-	if err := c.api(q, "/allot/v1/queue", &qa); err != nil {
+	qa, err := c.queueOf(q)
+	if err != nil {
 		c.apiFail(w, q, err)
 		return
 	}

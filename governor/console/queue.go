@@ -45,8 +45,8 @@ type queueData struct {
 // queue serves /ui/queue: the caller's part of the queue (as
 // /allot/v1/queue gives it), filtered and paginated.
 func (c *Console) queue(w http.ResponseWriter, q *Req) {
-	var qa allotapi.Queue
-	if err := c.api(q, "/allot/v1/queue", &qa); err != nil {
+	qa, err := c.queueOf(q)
+	if err != nil {
 		c.apiFail(w, q, err)
 		return
 	}

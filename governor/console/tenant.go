@@ -103,8 +103,8 @@ func (c *Console) showTenant(w http.ResponseWriter, q *Req, ns string, status in
 		return
 	}
 	d.Resources = resourcesOf(d.T)
-	var qa allotapi.Queue
-	if err := c.api(q, "/allot/v1/queue", &qa); err != nil {
+	qa, err := c.queueOf(q)
+	if err != nil {
 		c.apiFail(w, q, err)
 		return
 	}

@@ -13,6 +13,9 @@ import (
 // nothing, not even empty lists.
 const errNoNamespace = "Permission denied: your token may read no namespace"
 
+// errNoCycle answers reads before the first decision cycle.
+const errNoCycle = "no decision cycle has run yet (still syncing with Nomad)"
+
 // authed authenticates the caller before h. A caller that may read no
 // namespace is refused with 403, the way Nomad refuses it.
 func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *auth.Caller)) http.HandlerFunc {
@@ -67,7 +70,7 @@ func (s *Server) readsAny(c *auth.Caller) bool {
 func (s *Server) latest(w http.ResponseWriter) (*engine.Plan, bool) {
 	p := s.Plans.Latest()
 	if p == nil {
-		writeErr(w, http.StatusServiceUnavailable, "no decision cycle has run yet (still syncing with Nomad)")
+		writeErr(w, http.StatusServiceUnavailable, errNoCycle)
 		return nil, false
 	}
 	return p, true
@@ -105,6 +108,13 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	if !ok {
 		return
 	}
+	writeJSON(w, http.StatusOK, s.queueFor(p, c))
+}
+
+// queueFor is plan p's queue as caller c may see it: the API's answer,
+// also what the console shows (governor/console, without a JSON round
+// trip).
+func (s *Server) queueFor(p *engine.Plan, c *auth.Caller) allotapi.Queue {
 	rd := c.Redactor(s.Store.Namespaces())
 	out := allotapi.Queue{Total: len(p.Queue), Jobs: []allotapi.QueueEntry{}}
 	for _, v := range p.Queue {
@@ -114,7 +124,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 				Request: s.request(v.Namespace, v.JobID)})
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 // request is what the stored job asks for (engine.Request), nil when the

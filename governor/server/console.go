@@ -6,6 +6,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/console"
 )
 
@@ -19,7 +21,7 @@ func (s *Server) mountConsole(mux *http.ServeMux) {
 		log = hclog.NewNullLogger()
 	}
 	c, err := console.New(console.Options{API: mux, Nomad: s.Proxy, Auth: s.Auth, JobPool: s.jobPool, Now: s.Now,
-		Log: log.Named("console")})
+		Queue: s.consoleQueue, Log: log.Named("console")})
 	if err != nil {
 		// The templates are embedded: this is a build defect, not a
 		// condition of the cluster. The API keeps serving.
@@ -39,6 +41,19 @@ func rootToConsole(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
+}
+
+// consoleQueue is GET /allot/v1/queue's answer for caller c, refused as
+// the API refuses it (authed, latest), without encoding it to JSON.
+func (s *Server) consoleQueue(c *auth.Caller) (allotapi.Queue, error) {
+	if !s.readsAny(c) {
+		return allotapi.Queue{}, &console.APIError{Status: http.StatusForbidden, Msg: errNoNamespace}
+	}
+	p := s.Plans.Latest()
+	if p == nil {
+		return allotapi.Queue{}, &console.APIError{Status: http.StatusServiceUnavailable, Msg: errNoCycle}
+	}
+	return s.queueFor(p, c), nil
 }
 
 // jobPool is the node pool of a job the store knows ("default" when the
