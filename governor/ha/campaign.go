@@ -134,6 +134,12 @@ func (e *Elector) openSession(ctx context.Context, l *lease) (string, error) {
 		if err := e.consul.Agent().CheckRegister(reg); err != nil {
 			return "", fmt.Errorf("ha: registering check %s: %w", e.checkID(), err)
 		}
+		// Consul keeps the status of a check registered again under the
+		// same ID (a governor restarted after kill -9 finds its old check
+		// critical, and no session can be bound to it): pass it explicitly.
+		if err := e.consul.Agent().UpdateTTLOpts(e.checkID(), "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+			return "", fmt.Errorf("ha: passing check %s: %w", e.checkID(), err)
+		}
 		l.checked(start)
 		// Bound only to this check (and the TTL), not to serfHealth, whose
 		// failure could invalidate the session at a time the lease cannot
