@@ -87,6 +87,14 @@ tf-fmt: ## terraform fmt -check on terraform/ (skipped, loudly, without terrafor
 e2e: build ## Run the e2e tests (real Nomad cluster; RUN=<regexp> picks tests)
 	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' ./...
 
+# HA soak (docs/ha.md): the failover trials of TestE2E_HAFailover, HA_TRIALS
+# of each kind (kill -9, SIGSTOP, cut off from Consul, SIGTERM).
+HA_TRIALS    ?= 20
+SOAK_TIMEOUT ?= 4h
+.PHONY: soak
+soak: build ## Run the HA failover trials many times (HA_TRIALS=<n> of each failure kind)
+	HA_TRIALS=$(HA_TRIALS) $(GO) test -count=1 -tags e2e -timeout $(SOAK_TIMEOUT) -run '^TestE2E_HAFailover$$' -v ./governor/e2e/
+
 # Fuzzing (docs/fuzzing.md): every `func FuzzXxx(f *testing.F)` in the
 # module's test files, found with go list, one `go test -fuzz` run each.
 # FUZZ=<regexp> picks targets by name, FUZZ_PARALLEL=<n> sets -parallel

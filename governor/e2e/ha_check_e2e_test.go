@@ -1,0 +1,46 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// TestE2E_HAWriteLogChecker: the failover tests' checker finds what it
+// must (no cluster needed): a write of an older term after a newer term's
+// first write, a job write without a term, a header that disagrees with
+// the sealed meta; and counts admissions.
+func TestE2E_HAWriteLogChecker(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1000, 0).Add(time.Duration(s) * time.Second) }
+	w := func(s int, epoch uint64, state string) nomadWrite {
+		return nomadWrite{Gov: "g", At: at(s), Method: "PUT", Path: "/v1/jobs", Job: "ha/j", Epoch: epoch, MetaEpoch: epoch,
+			State: state, Status: 200}
+	}
+	cases := map[string]struct {
+		log  []nomadWrite
+		want int
+	}{
+		"terms in order":               {log: []nomadWrite{w(1, 5, "admitted"), w(2, 5, "queued"), w(3, 9, "admitted")}},
+		"older term after a newer one": {log: []nomadWrite{w(1, 5, "admitted"), w(2, 9, "admitted"), w(3, 5, "queued")}, want: 1},
+		"no term":                      {log: []nomadWrite{w(1, 0, "admitted")}, want: 1},
+		"header and meta disagree": {log: []nomadWrite{func() nomadWrite {
+			x := w(1, 5, "admitted")
+			x.MetaEpoch = 4
+			return x
+		}()}, want: 1},
+		"writes that are not job writes are not judged": {log: []nomadWrite{w(1, 9, ""), {At: at(2), Method: "PUT", Path: "/v1/var/x"}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.SliceLen(t, tc.want, fencingViolations(tc.log))
+		})
+	}
+	refused := w(4, 9, "admitted")
+	refused.Status = 409
+	held := w(2, 9, "queued")
+	held.Stop = true
+	must.Eq(t, map[string]int{"ha/j": 2}, admissions([]nomadWrite{w(1, 5, "admitted"), held, w(3, 9, "admitted"), refused}))
+}
