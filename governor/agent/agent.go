@@ -59,6 +59,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	}
 	rec := &reconcile.Reconciler{Store: store, Config: cfg.Engine(), Metrics: m, Log: log.Named("reconcile"),
 		Now: time.Now, Interval: cfg.CycleInterval, MinGap: 200 * time.Millisecond, Actuator: act}
+	runtimes := learnRuntimes(rec) // before rec.Config is copied or read
 	governed := func(ns string) bool {
 		_, ok := book.Get(ns)
 		return ok && cfg.GovernsNamespace(ns)
@@ -82,6 +83,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	if err != nil {
 		return err
 	}
+	followRuntimes(ctx, runtimes, lg, log.Named("estimate"))
 	elect, stopElection := context.WithCancel(context.Background())
 	defer stopElection()
 	if lead != nil {
