@@ -103,6 +103,14 @@ func TestE2E_Browser(t *testing.T) {
 		must.NoError(t, err)
 		must.StrHasSuffix(t, "/posted", loc)
 	})
+	t.Run("fetch from the page", func(t *testing.T) {
+		_, err := b.Navigate(srv.URL + "/ok")
+		must.NoError(t, err)
+		status, body, err := b.Fetch("/forbidden")
+		must.NoError(t, err)
+		must.Eq(t, 403, status)
+		must.StrContains(t, body, "no")
+	})
 	t.Run("status of an error page", func(t *testing.T) {
 		status, err := b.Navigate(srv.URL + "/forbidden")
 		must.NoError(t, err)

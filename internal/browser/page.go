@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -45,6 +46,21 @@ func (b *Browser) Eval(expr string, out any) error {
 		return fmt.Errorf("evaluating %q: %w", expr, err)
 	}
 	return nil
+}
+
+// Fetch GETs url from the current page with the page's cookies (as a link
+// the user follows would) and returns the status and body.
+func (b *Browser) Fetch(url string) (int, string, error) {
+	var out struct {
+		Status int    `json:"status"`
+		Body   string `json:"body"`
+	}
+	expr := fmt.Sprintf(`fetch(%s, {credentials: "same-origin"}).then(async r => ({status: r.status, body: await r.text()}))`, quote(url))
+	await := func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }
+	if err := b.run(chromedp.Evaluate(expr, &out, await)); err != nil {
+		return 0, "", fmt.Errorf("fetching %s: %w", url, err)
+	}
+	return out.Status, out.Body, nil
 }
 
 // Text returns the visible text of the first element matching the CSS
