@@ -44,6 +44,9 @@ type Options struct {
 	// jobs made encoding and decoding most of the queue page's cost).
 	// Errors should be *APIError with the API's status.
 	Queue func(c *auth.Caller) (allotapi.Queue, error)
+	// Request gives the request of a queued job shown on a page, when
+	// Queue leaves them out (nil: Queue's entries carry them).
+	Request func(ns, id string) map[string]int64
 	// Nomad is the governor's /v1/ proxy: writes (quota, job actions) and
 	// Nomad reads (a tenant's jobs, allocations) go through it with the
 	// session's token, so Nomad decides and the ledger audits them.

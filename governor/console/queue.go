@@ -71,6 +71,9 @@ func (c *Console) queuePage(qa allotapi.Queue, f queueFilter, page int) queueDat
 			continue
 		}
 		if d.Matched >= first && d.Matched < first+PageSize {
+			if e.Request == nil && c.opts.Request != nil {
+				e.Request = c.opts.Request(e.Namespace, e.JobID)
+			}
 			d.Rows = append(d.Rows, queueRow{QueueEntry: e, Pool: pool, Wait: now.Sub(e.QueuedAt)})
 		}
 		d.Matched++

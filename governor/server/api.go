@@ -108,20 +108,24 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.queueFor(p, c))
+	writeJSON(w, http.StatusOK, s.queueFor(p, c, true))
 }
 
 // queueFor is plan p's queue as caller c may see it: the API's answer,
 // also what the console shows (governor/console, without a JSON round
-// trip).
-func (s *Server) queueFor(p *engine.Plan, c *auth.Caller) allotapi.Queue {
+// trip). Without withRequests the entries' Request is left out (the
+// console looks up only the requests of the rows it shows).
+func (s *Server) queueFor(p *engine.Plan, c *auth.Caller, withRequests bool) allotapi.Queue {
 	rd := c.Redactor(s.Store.Namespaces())
 	out := allotapi.Queue{Total: len(p.Queue), Jobs: []allotapi.QueueEntry{}}
 	for _, v := range p.Queue {
 		if c.CanRead(v.Namespace) {
-			out.Jobs = append(out.Jobs, allotapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
-				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason),
-				Request: s.request(v.Namespace, v.JobID)})
+			e := allotapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
+				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason)}
+			if withRequests {
+				e.Request = s.request(v.Namespace, v.JobID)
+			}
+			out.Jobs = append(out.Jobs, e)
 		}
 	}
 	return out

@@ -21,7 +21,7 @@ func (s *Server) mountConsole(mux *http.ServeMux) {
 		log = hclog.NewNullLogger()
 	}
 	c, err := console.New(console.Options{API: mux, Nomad: s.Proxy, Auth: s.Auth, JobPool: s.jobPool, Now: s.Now,
-		Queue: s.consoleQueue, Log: log.Named("console")})
+		Queue: s.consoleQueue, Request: s.request, Log: log.Named("console")})
 	if err != nil {
 		// The templates are embedded: this is a build defect, not a
 		// condition of the cluster. The API keeps serving.
@@ -44,7 +44,9 @@ func rootToConsole(w http.ResponseWriter, r *http.Request) {
 }
 
 // consoleQueue is GET /allot/v1/queue's answer for caller c, refused as
-// the API refuses it (authed, latest), without encoding it to JSON.
+// the API refuses it (authed, latest), without encoding it to JSON and
+// without the requests (the console asks s.request for the rows it
+// shows).
 func (s *Server) consoleQueue(c *auth.Caller) (allotapi.Queue, error) {
 	if !s.readsAny(c) {
 		return allotapi.Queue{}, &console.APIError{Status: http.StatusForbidden, Msg: errNoNamespace}
@@ -53,7 +55,7 @@ func (s *Server) consoleQueue(c *auth.Caller) (allotapi.Queue, error) {
 	if p == nil {
 		return allotapi.Queue{}, &console.APIError{Status: http.StatusServiceUnavailable, Msg: errNoCycle}
 	}
-	return s.queueFor(p, c), nil
+	return s.queueFor(p, c, false), nil
 }
 
 // jobPool is the node pool of a job the store knows ("default" when the
