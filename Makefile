@@ -30,7 +30,7 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%\/-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: $(BIN)/nomad $(BINARIES) ## Build bin/nomad (Nomad v1.6.1) and every Allot binary
+build: $(BIN)/nomad $(BIN)/consul $(BINARIES) ## Build bin/nomad (Nomad v1.6.1), bin/consul (Consul v1.15.4) and every Allot binary
 
 # Go's build cache decides what is stale, so the rule always runs go build.
 $(BIN)/%: FORCE
@@ -42,6 +42,13 @@ $(BIN)/nomad: tools/nomad/go.mod tools/nomad/go.sum
 	@mkdir -p $(BIN)
 	@echo "==> building Nomad v1.6.1 into $@ (a few minutes the first time)"
 	cd tools/nomad && $(GO) build -o ../../$@ github.com/hashicorp/nomad
+	@$@ version | head -1
+
+# Consul (the HA tests' lock service) likewise, from tools/consul.
+$(BIN)/consul: tools/consul/go.mod tools/consul/go.sum
+	@mkdir -p $(BIN)
+	@echo "==> building Consul v1.15.4 into $@ (several minutes the first time)"
+	cd tools/consul && $(GO) build -o ../../$@ github.com/hashicorp/consul
 	@$@ version | head -1
 
 .PHONY: FORCE
