@@ -21,7 +21,8 @@ func Command() *cli.Command {
 		Name:  "idle",
 		Usage: "list idle allocations and zombie devices, grant exemptions",
 		Description: "Lists allocations the governor's idle detector saw idle, with the ladder step\n" +
-			"(observe, warned, reclaim, reclaimed, exempt), since when, the last samples and any\n" +
+			"(observe, suspect, warned, reclaim, reclaimed, exempt), since when, when the warning\n" +
+			"and the action are due, the last samples and any\n" +
 			"exemption; zombie devices for management tokens. -namespace keeps one namespace.\n" +
 			"  allotctl idle\n  allotctl idle -json\n  allotctl idle exempt -namespace ml -until 48h -reason \"board demo\" train-7b",
 		Flags:       cmdutil.ReadFlags(),

@@ -124,7 +124,7 @@ func TestE2E_Idle(t *testing.T) {
 		clients = append(clients, testcluster.ClientSpec{Name: name, NodePool: "gpu",
 			PluginConfig: map[string]string{
 				"nomad-device-accel": fmt.Sprintf("inventory_file = %q", p),
-				"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\n%s", root, testcluster.CkptUnisolated),
+				"nomad-driver-ckpt":  fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1m\"\n%s", root, testcluster.CkptUnisolated),
 			},
 			Ready: testcluster.HasDevices("nvidia/gpu/H200", 10)})
 	}
@@ -139,6 +139,9 @@ func TestE2E_Idle(t *testing.T) {
 		}
 	}
 	tl.write(t)
+	// saved_event_interval is 1m: Nomad keeps a task's last 10 events, and
+	// periodic "Checkpoint saved" events every 2 s would push the idle
+	// task events out before the test reads them.
 	e := &env{t: t, c: c, nomad: nomad, dir: dir}
 	e.namespace("ml", map[string]string{"allot.quota.gpu": "20", "allot.limit.gpu": "20",
 		"allot.idle.exempt.j18": "until=2030-01-01T00:00:00Z;reason=e2e exemption",
@@ -268,15 +271,29 @@ func TestE2E_Idle(t *testing.T) {
 	for _, id := range ids {
 		a, _, err := c.API.Allocations().Info(first[id].ID, nil)
 		must.NoError(t, err)
-		var allot []string
+		var allot, signals []string
 		for _, ev := range a.TaskStates["train"].Events {
 			if strings.HasPrefix(ev.DisplayMessage, ckptevent.IdleMessage) {
 				allot = append(allot, ev.DisplayMessage)
 			}
+			if ev.Type == api.TaskSignaling {
+				signals = append(signals, ev.Details["signal"])
+			}
 		}
 		if n, _ := strconv.Atoi(id[1:]); n < 10 || n > 14 {
+			must.Less(t, 10, len(a.TaskStates["train"].Events), must.Sprintf("%s: Nomad keeps 10 events; fewer means none rotated out", id))
 			must.SliceEmpty(t, allot, must.Sprintf("%s has no idle task event", id))
+			must.SliceEmpty(t, signals, must.Sprintf("%s was sent no signal", id))
 			continue
+		}
+		must.Len(t, 1, signals, must.Sprintf("%s: one pseudo-signal", id))
+		must.StrHasPrefix(t, ckptevent.IdleWarning+";", signals[0])
+		if id == "j10" {
+			var lines []string
+			for _, ev := range a.TaskStates["train"].Events {
+				lines = append(lines, fmt.Sprintf("%s  %-10s %s", time.Unix(0, ev.Time).UTC().Format(time.RFC3339), ev.Type, ev.DisplayMessage))
+			}
+			t.Logf("j10's first allocation, task events (as nomad alloc status lists them, oldest first):\n%s", strings.Join(lines, "\n"))
 		}
 		r := detail[id]["idle:reclaim"]
 		must.Eq(t, []string{fmt.Sprintf("Allot: accelerator idle since %s (idle-held); checkpoint-stop at %s unless busy",

@@ -256,6 +256,10 @@ func (t *tracker) climb(now time.Time, p Policy) Transition {
 			return Reclaim
 		}
 	case StepReclaim:
+		if t.gap { // unseen time while waiting: back to warned, a whole grace again
+			t.c.Step, t.c.DueAt = StepWarned, now.Add(p.Grace)
+			return None
+		}
 		return Reclaim // not yet acted on: ask again
 	}
 	return None

@@ -57,6 +57,9 @@ func TestLadder(t *testing.T) {
 		"gap while suspect starts over":                          {script: "IIIIII_IIIIIII", want: map[int]Transition{5: Suspect, 12: Suspect}, class: ClassIdleHeld, step: StepSuspect},
 		// gap at 8: the grace restarts at 9, due 13
 		"gap after warning restarts grace": {script: "IIIIIIII_IIIIII", want: map[int]Transition{5: Suspect, 7: Warn, 13: Reclaim, 14: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
+		// reclaim not carried out yet (another allocation of the job is
+		// not due) and a gap at 10: warned again from 11, due 15
+		"gap while due restarts grace": {script: "IIIIIIIIII_IIIII", want: map[int]Transition{5: Suspect, 7: Warn, 9: Reclaim, 15: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
 		"notice not shorter than the grace: warned at once": {script: "IIIIIIIIII", policy: func(p *Policy) { p.Notice = 10 * period },
 			want: map[int]Transition{5: Warn, 9: Reclaim}, class: ClassIdleHeld, step: StepReclaim},
 		"no grace: stopped the period after the warning": {script: "IIIIIIII", policy: func(p *Policy) { p.Grace, p.Notice = 0, period },

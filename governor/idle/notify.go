@@ -80,19 +80,57 @@ func notice(c Candidate, kind Transition, a Action) ckptevent.IdleNotice {
 	return ckptevent.IdleNotice{Kind: ckptevent.IdleWarning, Since: c.IdleSince, Due: c.DueAt, Action: string(a), Class: c.Class}
 }
 
-// notify sends a warning or withdrawal to the allocation's tasks; a
-// failure is logged, the ladder goes on (the ledger, log and metric have
-// it).
+// pendingNotice is a task event waiting for the notice sender.
+type pendingNotice struct {
+	log  hclog.Logger
+	c    Candidate
+	kind Transition
+	a    Action
+}
+
+// noticeQueue bounds the notices waiting for the sender.
+const noticeQueue = 1024
+
+// notify sends a warning or withdrawal to the allocation's tasks. Under
+// Run it is queued for one sender goroutine (in order), so slow Nomad
+// round trips never delay the ladder's next period; otherwise (tests
+// calling Once) it is sent at once. A failure is logged, the ladder goes
+// on (the ledger, log and metric have it).
 func (s *Service) notify(ctx context.Context, log hclog.Logger, c Candidate, kind Transition, a Action) {
 	if s.o.Notifier == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	n, err := s.o.Notifier.Notify(ctx, c.AllocID, notice(c, kind, a))
-	if err != nil {
-		log.Warn("writing the idle task event failed", "error", err)
+	p := pendingNotice{log: log, c: c, kind: kind, a: a}
+	if s.notices == nil {
+		s.sendNotice(ctx, p)
 		return
 	}
-	log.Debug("idle task event sent", "ckpt_tasks", n)
+	select {
+	case s.notices <- p:
+	default:
+		log.Warn("idle task event queue full; task event not sent (the ledger and log have the warning)")
+	}
+}
+
+// sendNotices sends queued notices until ctx ends.
+func (s *Service) sendNotices(ctx context.Context, q <-chan pendingNotice) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-q:
+			s.sendNotice(ctx, p)
+		}
+	}
+}
+
+func (s *Service) sendNotice(ctx context.Context, p pendingNotice) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := s.o.Notifier.Notify(ctx, p.c.AllocID, notice(p.c, p.kind, p.a))
+	if err != nil {
+		p.log.Warn("writing the idle task event failed", "error", err)
+		return
+	}
+	p.log.Debug("idle task event sent", "ckpt_tasks", n)
 }

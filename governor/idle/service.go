@@ -67,6 +67,9 @@ type Service struct {
 	o       Options
 	mu      sync.Mutex
 	tenants map[string]Tenant
+	// notices is the task-event queue while Run runs (notify.go); set
+	// before Run's loop starts, used only from its goroutine.
+	notices chan pendingNotice
 }
 
 // NewService returns a service; call Run.
@@ -93,6 +96,10 @@ func (s *Service) Detector() *Detector { return s.o.Detector }
 // tick's time, not the time its work starts, so the ladder's clock
 // advances by whole periods and a grace of n periods ends on the n-th tick.
 func (s *Service) Run(ctx context.Context) {
+	if s.o.Notifier != nil {
+		s.notices = make(chan pendingNotice, noticeQueue)
+		go s.sendNotices(ctx, s.notices)
+	}
 	t := time.NewTicker(s.o.Period)
 	defer t.Stop()
 	now := s.o.Now()

@@ -327,3 +327,51 @@ func TestStandbyOnlyObserves(t *testing.T) {
 	must.Len(t, 1, rc.events)
 	must.Eq(t, Reclaim, rc.events[0].Kind)
 }
+
+// blockingNotifier holds every Notify until release is closed.
+type blockingNotifier struct {
+	started chan string
+	release chan struct{}
+}
+
+func (b *blockingNotifier) Notify(_ context.Context, allocID string, n ckptevent.IdleNotice) (int, error) {
+	b.started <- n.Kind
+	<-b.release
+	return 1, nil
+}
+
+// TestRunNoticesDoNotStallTheLadder: under Run, task events go through a
+// queue, so a Nomad that hangs on the signal call does not hold the next
+// periods back (which would make the stop late).
+func TestRunNoticesDoNotStallTheLadder(t *testing.T) {
+	nomad := &fakeNomad{allocs: []*api.AllocationListStub{allocStub("a1", "j", "running", "g1")},
+		util: map[string]float64{"g1": 0}, mem: map[string]int64{"g1": 9000}, procs: map[string]int64{}}
+	bn := &blockingNotifier{started: make(chan string, 4), release: make(chan struct{})}
+	pol := Policy{Window: 20 * time.Millisecond, ThresholdPct: 5, Grace: 20 * time.Millisecond, Notice: 10 * time.Millisecond, Action: ActionCheckpoint}
+	s := NewService(Options{Source: nomad, Namespaces: nomad, Notifier: bn, Defaults: pol, Period: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case k := <-bn.started:
+		must.Eq(t, ckptevent.IdleWarning, k)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no warning sent within 10s")
+	}
+	// the warning's Notify is stuck; the ladder still reaches the end of the grace
+	poll, deadline := time.NewTicker(time.Millisecond), time.After(10*time.Second)
+	defer poll.Stop()
+	for {
+		if c := s.Detector().Candidates(); len(c) == 1 && c[0].Step == StepReclaim {
+			break
+		}
+		select {
+		case <-poll.C:
+		case <-deadline:
+			t.Fatalf("ladder stalled behind the stuck notice: %+v", s.Detector().Candidates())
+		}
+	}
+	close(bn.release)
+}
