@@ -42,6 +42,7 @@ func upFlags() []cli.Flag {
 		&cli.IntFlag{Name: "governor-port", Value: 4680, Usage: "allot-governor port (Nomad API proxy, /allot/v1, /metrics)"},
 		&cli.StringFlag{Name: "log-level", Value: "INFO", Usage: "Nomad agent log level"},
 		&cli.StringFlag{Name: "inventory", Usage: "device inventory file (default: device-plugin/inventory/examples/dev-node.hcl beside -bin-dir)"},
+		&cli.BoolFlag{Name: "ha", Usage: "HA mode: a Consul dev agent (127.0.0.1:8500), PostgreSQL for the shared ledger and two governors (-governor-port and the next), docs/ha.md"},
 	}
 }
 
@@ -86,5 +87,6 @@ func optionsFrom(c *cli.Context) (Options, error) {
 		SerfPort:      c.Int("serf-port"),
 		GovernorPort:  c.Int("governor-port"),
 		LogLevel:      c.String("log-level"),
+		HA:            c.Bool("ha"),
 	}, nil
 }

@@ -39,6 +39,9 @@ type Options struct {
 	JobspecsDir string
 	// StartTimeout bounds start-up; default 2 minutes.
 	StartTimeout time.Duration
+	// HA runs a Consul dev agent, PostgreSQL and two governors on
+	// GovernorPort and GovernorPort+1 (ha.go).
+	HA bool
 }
 
 // Env is what the running dev environment offers to later steps.
@@ -52,6 +55,8 @@ type Env struct {
 	Plugins []string
 	// iso is how the ckpt driver runs tasks.
 	iso isolation
+	// ha holds what HA mode runs besides Nomad.
+	ha haParts
 }
 
 // Up starts the environment, prints how to use it to out, and blocks until
@@ -119,6 +124,9 @@ func Start(ctx context.Context, opts Options, out io.Writer) (*Env, error) {
 	if err := env.startNomad(startCtx, out); err != nil {
 		return env, err
 	}
+	if opts.HA {
+		return env, env.startHA(startCtx, out)
+	}
 	return env, env.startGovernor(startCtx, out)
 }
 
@@ -182,6 +190,9 @@ func (e *Env) drivers() []string {
 // Stop stops every job (so tasks end through Nomad), then the agent, sweeps
 // any process or mount left under Dir and removes the agent's data.
 func (e *Env) Stop(out io.Writer) {
+	if e.HA {
+		e.stopHA(out)
+	}
 	e.stopGovernor(out)
 	if e.Nomad != nil && e.Agent.Running() {
 		fmt.Fprintln(out, "    stopping jobs")
@@ -287,6 +298,7 @@ func printNext(out io.Writer, e *Env) {
 
     Press Ctrl-C to stop everything and clean up.
 `, addr, via, bin("nomad"), bin("nomad"), bin("allotctl"), bin("allotctl"), nomadAddr, nomadAddr)
+	printHA(out, e)
 }
 
 func listOrNone(s []string) string {
