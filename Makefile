@@ -166,7 +166,7 @@ fmt: ## Format the Go code
 
 .PHONY: dev
 dev: build ## Build everything and run a local Nomad with Allot's plugins until Ctrl-C
-	$(BIN)/allotctl dev up
+	$(BIN)/allotctl dev up $(if $(HA),-ha)
 
 .PHONY: clean
 clean: ## Remove build outputs (keeps bin/nomad unless NOMAD=1)
