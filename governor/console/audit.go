@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/ledger"
@@ -12,8 +14,24 @@ import (
 // auditShown bounds the entries one audit page lists (newest first).
 const auditShown = 200
 
-// auditKinds are the kind filter's choices: a prefix of the entry kind.
-var auditKinds = []string{"", ledger.KindNamespaceMeta, ledger.KindDecision}
+// auditKinds are the kind filter's choices: a prefix of the entry kind
+// (idle: is governor/idle's KindPrefix).
+var auditKinds = []string{"", ledger.KindNamespaceMeta, ledger.KindDecision, "idle:"}
+
+// auditDetailShown is how much of a long detail the table shows before
+// the rest is folded away.
+const auditDetailShown = 90
+
+// auditRow is one entry as the table shows it: the keys that changed with
+// their old and new values, and the detail shortened when long.
+type auditRow struct {
+	ledger.Entry
+	Changes []metaChange
+	Short   string // the detail's start when it is folded, "" otherwise
+}
+
+// metaChange is one namespace meta key's change ("" = absent).
+type metaChange struct{ Key, Old, New string }
 
 // auditData is the audit page.
 type auditData struct {
@@ -23,7 +41,7 @@ type auditData struct {
 	Tenants []string
 	Kind    string
 	Kinds   []choice
-	Entries []ledger.Entry
+	Entries []auditRow
 	// Matched is how many entries matched before auditShown cut them.
 	Matched int
 	// Verified is the chain check's result, for management tokens that
@@ -77,10 +95,13 @@ func (c *Console) auditView(w http.ResponseWriter, q *Req) {
 	if aa.Verified != nil {
 		d.Verified, d.VerifiedN, d.VerifyError = true, *aa.Verified, aa.VerifyError
 	}
-	d.Entries = auditFilter(aa.Entries, d.Tenant)
-	d.Matched = len(d.Entries)
-	if len(d.Entries) > auditShown {
-		d.Entries = d.Entries[:auditShown]
+	es := auditFilter(aa.Entries, d.Tenant)
+	d.Matched = len(es)
+	if len(es) > auditShown {
+		es = es[:auditShown]
+	}
+	for _, e := range es {
+		d.Entries = append(d.Entries, auditRowOf(e))
 	}
 	c.render(w, q, http.StatusOK, "audit", "audit.title", "", d)
 }
@@ -97,6 +118,38 @@ func auditFilter(es []ledger.Entry, tenant string) []ledger.Entry {
 	return out
 }
 
+// auditRowOf lists the changed keys of a meta entry (its Subject) with
+// their values, and folds a long detail.
+func auditRowOf(e ledger.Entry) auditRow {
+	r := auditRow{Entry: e}
+	if e.Kind == ledger.KindNamespaceMeta && e.Subject != "" {
+		old, next := metaLines(e.Old), metaLines(e.New)
+		for _, k := range strings.Split(e.Subject, ",") {
+			r.Changes = append(r.Changes, metaChange{Key: k, Old: old[k], New: next[k]})
+		}
+	}
+	if d := []rune(e.Detail); len(d) > auditDetailShown {
+		r.Short = string(d[:auditDetailShown]) + "…"
+	}
+	return r
+}
+
+// metaLines reads the ledger's canonical meta (key="quoted value" lines).
+func metaLines(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		if u, err := strconv.Unquote(v); err == nil {
+			v = u
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // auditKindKey is the catalogue suffix of a kind filter.
 func auditKindKey(kind string) string {
 	switch kind {
@@ -104,6 +157,8 @@ func auditKindKey(kind string) string {
 		return "meta"
 	case ledger.KindDecision:
 		return "decision"
+	case "idle:":
+		return "idle"
 	}
 	return "all"
 }

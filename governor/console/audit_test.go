@@ -13,7 +13,9 @@ func TestAuditViewFilters(t *testing.T) {
 		token, query  string
 		want, wantNot []string
 	}{
-		"management, all":        {token: "root", want: []string{"alice", "bob", "allot.quota.gpu=6"}},
+		"management, all": {token: "root", want: []string{"alice", "bob",
+			"<code>allot.quota.gpu</code>: <del>4</del> → <ins>6</ins>", "<code>allot.quota.gpu</code>: - → <ins>2</ins>",
+			"<details><summary>through the governor xxx"}, wantNot: []string{"allot.limit.gpu</code>"}},
 		"management, one tenant": {token: "root", query: "&tenant=ml", want: []string{"alice"}, wantNot: []string{"bob"}},
 		"tenant sees its own":    {token: "ml", want: []string{"alice"}, wantNot: []string{"bob", "secret"}},
 		"decisions only":         {token: "root", query: "&kind=decision:", want: []string{"No entries match."}, wantNot: []string{"alice"}},

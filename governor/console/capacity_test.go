@@ -19,8 +19,8 @@ func TestCapacityViewNamesTheShortPool(t *testing.T) {
 			must.StrContains(t, body, "<td>gpu</td><td>nvidia/gpu/H200</td>")
 			// 8 devices (1 down) for 3 h: 24 device-h, 3 down; 2.5
 			// allocated; waiting 4 of 7 up = 57 %.
-			must.StrContains(t, body, `<td class="num">24.00</td><td class="num">2.50</td>`)
-			must.StrContains(t, body, `<td class="num">18.50</td><td class="num">3.00</td>`)
+			must.StrContains(t, body, `<td class="num">24.000</td><td class="num">2.500</td>`)
+			must.StrContains(t, body, `<td class="num">18.500</td><td class="num">3.000</td>`)
 			must.StrContains(t, body, `id="shortest"`)
 			must.StrContains(t, body, "Shortest pool: gpu nvidia/gpu/H200, where queued demand is 57% of the capacity that was up.")
 			must.StrContains(t, body, `<polyline points="`)

@@ -75,9 +75,10 @@ func newReportGovernor(t testing.TB) (*httptest.Server, *fakeNomad, *ledger.DB) 
 	must.NoError(t, db.SampleCapacity(ctx, stock, reportNow))
 	must.NoError(t, db.Append(ctx,
 		ledger.Entry{Time: reportNow.Add(-time.Hour), Kind: ledger.KindNamespaceMeta, Actor: "acc-1", ActorName: "alice",
-			Namespace: "ml", Subject: "allot.quota.gpu", Old: "allot.quota.gpu=4", New: "allot.quota.gpu=6", Detail: "through the governor"},
+			Namespace: "ml", Subject: "allot.quota.gpu", Old: "allot.limit.gpu=\"8\"\nallot.quota.gpu=\"4\"\n",
+			New: "allot.limit.gpu=\"8\"\nallot.quota.gpu=\"6\"\n", Detail: "through the governor"},
 		ledger.Entry{Time: reportNow.Add(-time.Hour), Kind: ledger.KindNamespaceMeta, Actor: "acc-2", ActorName: "bob",
-			Namespace: "secret", Subject: "allot.quota.gpu", New: "allot.quota.gpu=2", Detail: "through the governor"}))
+			Namespace: "secret", Subject: "allot.quota.gpu", New: "allot.quota.gpu=\"2\"\n", Detail: "through the governor " + strings.Repeat("x", 100)}))
 
 	store := cluster.NewStore(quota.NewBook([]string{"low", "standard", "high"}), nil)
 	store.SetNamespaces([]*api.Namespace{{Name: "ml"}, {Name: "secret"}})

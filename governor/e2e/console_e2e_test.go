@@ -155,7 +155,7 @@ func TestE2E_Console(t *testing.T) {
 				for _, r := range rows {
 					// seq, time, kind, tenant, actor, subject, old → new, detail:
 					// the console's write names its token, not "unknown".
-					if r[3] == "team-a" && r[5] == "allot.quota.gpu" && strings.HasSuffix(r[6], `allot.quota.gpu="1"`) &&
+					if r[3] == "team-a" && r[5] == "allot.quota.gpu" && r[6] == "allot.quota.gpu: 2 → 1" &&
 						r[4] == "Bootstrap Token" {
 						return nil
 					}

@@ -69,7 +69,7 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 	inv := filepath.Join(dir, "gpu-1.hcl")
 	must.NoError(t, os.WriteFile(inv, []byte(consoleInventory), 0o644))
 	e := &consoleEnv{t: t, dir: dir, telem: filepath.Join(dir, "gpu-1.telemetry.json")}
-	e.writeTelemetry(nil)
+	e.writeTelemetry(nil, nil)
 	e.c = testcluster.New(t, testcluster.Options{ACL: true, Plugins: []string{"nomad-device-accel"},
 		Clients: []testcluster.ClientSpec{{Name: "gpu-1", NodePool: "gpu",
 			PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)},
@@ -79,6 +79,9 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 			Meta: map[string]string{"allot.quota.gpu": "2", "allot.limit.gpu": "2"}}, nil)
 		must.NoError(t, err)
 	}
+	// Until a job's device is scripted (idleDevice), no device reports
+	// telemetry: the inventory's synthetic stats would show as zombies.
+	e.writeTelemetry(nil, e.devices(""))
 	var err error
 	e.nomad, err = testcluster.NomadBinary()
 	must.NoError(t, err)
@@ -142,16 +145,30 @@ func (e *consoleEnv) ctl(caller string, args ...string) string {
 	return string(out)
 }
 
-// writeTelemetry scripts the inventory's device stats (device ID → stats).
-func (e *consoleEnv) writeTelemetry(devices map[string]any) {
+// writeTelemetry scripts the inventory's device stats (device ID → stats)
+// and the devices that report none.
+func (e *consoleEnv) writeTelemetry(devices map[string]any, missing []string) {
 	e.t.Helper()
 	if devices == nil {
 		devices = map[string]any{}
 	}
-	b, err := json.Marshal(map[string]any{"devices": devices})
+	b, err := json.Marshal(map[string]any{"devices": devices, "missing": missing})
 	must.NoError(e.t, err)
 	must.NoError(e.t, os.WriteFile(e.telem+".tmp", b, 0o644))
 	must.NoError(e.t, os.Rename(e.telem+".tmp", e.telem))
+}
+
+// devices lists gpu-1's device IDs but except.
+func (e *consoleEnv) devices(except string) []string {
+	var out []string
+	for _, d := range e.c.Node(e.c.Client("gpu-1")).NodeResources.Devices {
+		for _, in := range d.Instances {
+			if in.ID != except {
+				out = append(out, in.ID)
+			}
+		}
+	}
+	return out
 }
 
 // idleDevice scripts the device of ns/id's allocation idle with memory
@@ -168,7 +185,8 @@ func (e *consoleEnv) idleDevice(ns, id string) {
 		}
 	}
 	must.NotEq(e.t, "", dev)
-	e.writeTelemetry(map[string]any{dev: map[string]any{"utilization": 1, "memory_used_mib": 30000, "processes": 1}})
+	// The other devices report no telemetry (never idle, never zombies).
+	e.writeTelemetry(map[string]any{dev: map[string]any{"utilization": 1, "memory_used_mib": 30000, "processes": 1}}, e.devices(dev))
 	e.c.Eventually(60*time.Second, "an idle candidate", func() error {
 		var a allotapi.IdleAnswer
 		if err := json.Unmarshal([]byte(e.ctl("management", "idle", "-json")), &a); err != nil {
