@@ -87,6 +87,18 @@ type sessionState struct {
 
 	once sync.Once
 	err  error
+	// wg counts the session's goroutines; campaign waits for them, so Run
+	// leaves nothing running behind it.
+	wg sync.WaitGroup
+}
+
+// spawn runs f in a goroutine counted by wg.
+func (s *sessionState) spawn(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
 }
 
 // fail records why the session ended and stops everything bound to it.
@@ -106,9 +118,10 @@ func (e *Elector) campaign(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &sessionState{id: sid, lease: l, cancel: cancel}
-	go e.keepAlive(sctx, s)
+	s.spawn(func() { e.keepAlive(sctx, s) })
 	err = e.holdSession(sctx, s)
 	s.fail(err)
+	s.wg.Wait()
 	l.end()
 	e.setStatus(func(st *Status) {
 		if st.Leading {
@@ -235,7 +248,7 @@ func (e *Elector) abandon(sid string) {
 // holdSession stands by until the lock is free, takes it, and leads until
 // the term ends; it returns why the session must end.
 func (e *Elector) holdSession(ctx context.Context, s *sessionState) error {
-	registered := false
+	registered, refusedFree := false, false
 	var index uint64
 	for {
 		if !registered {
@@ -251,7 +264,12 @@ func (e *Elector) holdSession(ctx context.Context, s *sessionState) error {
 		if ok {
 			return e.lead(ctx, s, term)
 		}
-		if index, err = e.waitFree(ctx, index); err != nil {
+		if refusedFree { // the key is free but Consul refused it: lock-delay
+			if err := e.pause(ctx, e.cfg.AcquireRetry); err != nil {
+				return err
+			}
+		}
+		if index, refusedFree, err = e.waitFree(ctx, index); err != nil {
 			return err
 		}
 	}
@@ -302,28 +320,27 @@ func txnErrors(resp *api.TxnResponse) []string {
 }
 
 // waitFree blocks until the lock key has no holder, recording the holder
-// it sees as the leader. A free key right after a refused attempt (Consul's
-// lock-delay) is retried every AcquireRetry.
-func (e *Elector) waitFree(ctx context.Context, index uint64) (uint64, error) {
+// it sees as the leader; it returns the next wait index and whether the key
+// is free. A free key gets index 0, so the next wait reads at once: a
+// refused attempt on a free key changes nothing a blocking query would see.
+func (e *Elector) waitFree(ctx context.Context, index uint64) (uint64, bool, error) {
 	for {
 		q := (&api.QueryOptions{WaitIndex: index, WaitTime: e.cfg.SessionTTL}).WithContext(ctx)
 		pair, meta, err := e.consul.KV().Get(e.cfg.Key, q)
 		if ctx.Err() != nil {
-			return index, ctx.Err()
+			return index, false, ctx.Err()
 		}
 		if err != nil {
 			e.log.Debug("watching the lock key failed", "error", err)
 			if err := e.pause(ctx, e.cfg.AcquireRetry); err != nil {
-				return index, err
+				return index, false, err
 			}
 			continue
 		}
 		index = nextIndex(index, meta.LastIndex)
 		e.observe(pair)
 		if pair == nil || pair.Session == "" {
-			// Index 0: the next wait reads at once, since a refused attempt
-			// on a free key changes nothing a blocking query would see.
-			return 0, e.pause(ctx, e.cfg.AcquireRetry)
+			return 0, true, nil
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"sync"
@@ -184,7 +185,15 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 
 func (e *Elector) membersPrefix() string { return e.cfg.Key + "-members/" }
 func (e *Elector) memberKey() string     { return e.membersPrefix() + e.cfg.MemberID }
-func (e *Elector) checkID() string       { return "allot-ha-" + e.cfg.MemberID }
+
+// checkID names this member's TTL check on the agent; it includes a hash
+// of the lock key, so members of two elections on one agent never share a
+// check (a check turning critical invalidates every session bound to it).
+func (e *Elector) checkID() string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(e.cfg.Key))
+	return fmt.Sprintf("allot-ha-%s-%08x", e.cfg.MemberID, h.Sum32())
+}
 
 // Resign ends this elector's part in the election for good: it stops
 // leading at once (Leading turns false and the term's Done closes), stops

@@ -17,13 +17,13 @@ func (e *Elector) lead(ctx context.Context, s *sessionState, term Term) error {
 	})
 	e.log.Info("leading", "epoch", term.Epoch, "lease_deadline_in", term.Deadline().Sub(e.clock.Now()))
 	expired := make(chan struct{})
-	go func() {
+	s.spawn(func() {
 		if s.lease.expired(ctx.Done()) {
 			close(expired)
 		}
-	}()
+	})
 	lost := make(chan error, 1)
-	go e.watchHeld(ctx, s.id, lost)
+	s.spawn(func() { e.watchHeld(ctx, s.id, lost) })
 	var err error
 	select {
 	case <-ctx.Done():
