@@ -1,10 +1,15 @@
 package cluster
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // Nomad 1.6.1 counts an allocation's resources until its client status
@@ -88,4 +93,39 @@ func TestBlockedEvaluationsOfTheCurrentVersion(t *testing.T) {
 	must.False(t, s.Blocked("ml", "j"))
 	s.DeleteJob("ml", "j")
 	must.MapEmpty(t, s.blocked)
+}
+
+// A governor whose governed_namespaces leave a namespace out never
+// releases the jobs another governor holds there (TestE2E_Ledger's
+// ledger-only governor admitted them: "namespace ... is no longer
+// governed").
+func TestHeldJobsOutsideGovernedNamespacesAreNotThisGovernorsToRelease(t *testing.T) {
+	sealer := testSealer(t)
+	held := func(ns string) *api.Job {
+		j := sealedJob(t, sealer, "held", func(j *api.Job) error { return sealer.Hold(j, jobmeta.Record{}, jobmeta.Stamp{Now: metaNow}) })
+		j.Namespace = pointerTo(ns)
+		must.NoError(t, sealer.Hold(j, jobmeta.Record{}, jobmeta.Stamp{Now: metaNow}))
+		return j
+	}
+	// governed_namespaces leaves "theirs" out; "plain" may be governed but
+	// has no allot.* meta (any more).
+	s := NewStore(quota.NewBook(nil), func(ns string) bool { return ns != "theirs" })
+	s.UseSealer(sealer)
+	s.SetNamespaces([]*api.Namespace{{Name: "mine", Meta: map[string]string{"allot.quota.gpu": "4"}},
+		{Name: "theirs", Meta: map[string]string{"allot.quota.gpu": "4"}}, {Name: "plain"}})
+	s.Reset(&Initial{Jobs: []*api.Job{held("mine"), held("theirs"), held("plain")}})
+	snap := s.Snapshot(metaNow)
+	var keys []string
+	for _, j := range snap.Jobs {
+		keys = append(keys, j.Key())
+	}
+	sort.Strings(keys)
+	must.Eq(t, []string{"mine/held", "plain/held"}, keys)
+	p := engine.Decide(engine.Config{Classes: map[string]engine.Class{"standard": {Priority: 50}}}, snap)
+	acts := map[string]engine.Action{}
+	for _, d := range p.Decisions {
+		acts[d.Namespace] = d.Action
+	}
+	must.MapNotContainsKey(t, acts, "theirs", must.Sprint("another governor's hold stays"))
+	must.Eq(t, engine.Admit, acts["plain"], must.Sprint("control: a namespace that lost its allot.* meta is released"))
 }

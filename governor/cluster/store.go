@@ -377,6 +377,14 @@ func (s *Store) Snapshot(now time.Time) *engine.Snapshot {
 		snap.Allocs = append(snap.Allocs, a)
 	}
 	for _, j := range s.jobs {
+		if j.State == engine.Queued && !s.governs(j.Namespace) {
+			// Held by another governor (or kept held by an operator) in a
+			// namespace outside governed_namespaces: not this governor's to
+			// release. Held, it holds nothing, so leaving it out changes no
+			// accounting. (The engine releases held jobs of namespaces that
+			// lost their allot.* meta; this governor never governed these.)
+			continue
+		}
 		if !j.Blocked && s.blockedAt(j) {
 			cp := *j // entries are never mutated: the snapshot gets a copy
 			cp.Blocked = true
