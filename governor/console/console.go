@@ -6,6 +6,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
+	"github.com/allot-sh/allot/governor/ledger"
 )
 
 // Prefix is where the console is mounted.
@@ -56,6 +58,9 @@ type Options struct {
 	// JobPool returns the node pool of a job the API already showed the
 	// caller ("" when unknown); the queue view filters on it.
 	JobPool func(ns, id string) string
+	// Audit appends an entry to the ledger's audit chain (nil: the
+	// governor keeps no audit log; releases say they were not audited).
+	Audit func(ctx context.Context, e ledger.Entry) error
 	// SessionTTL is a session's absolute lifetime (default 12h).
 	SessionTTL time.Duration
 	// MaxSessions bounds the session store (default 10,000); the least

@@ -1,16 +1,23 @@
 package console_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/console"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/ledger"
+	"github.com/allot-sh/allot/governor/server"
 )
 
 func cookieNamed(resp *http.Response, name string) *http.Cookie {
@@ -273,4 +280,100 @@ func TestRootRedirectsBrowsers(t *testing.T) {
 	must.Eq(t, http.StatusNotFound, status)
 	status, _, _ = b.get("/ui/static/vendor/htmx.min.js")
 	must.Eq(t, http.StatusOK, status)
+}
+
+// withLedger gives the server a real (SQLite) ledger and returns it.
+func withLedger(t *testing.T, db **ledger.DB) func(*server.Server) {
+	return func(s *server.Server) {
+		d, err := ledger.Open(context.Background(), ledger.DriverSQLite, filepath.Join(t.TempDir(), "ledger.db"))
+		must.NoError(t, err)
+		t.Cleanup(func() { _ = d.Close() })
+		s.Ledger = &ledger.API{DB: d}
+		*db = d
+	}
+}
+
+func TestReleaseStopsWithTheCallersTokenAndIsAudited(t *testing.T) {
+	var db *ledger.DB
+	srv, fn := newGovernor(t, testPlan(), false, false, withLedger(t, &db))
+	ctx := context.Background()
+
+	// A read-only token: Nomad refuses, nothing is audited.
+	ro := newBrowser(t, srv)
+	token := ro.signIn("ml")
+	_, body, _ := ro.get("/ui/jobs/ml/held")
+	must.StrContains(t, body, `action="/ui/release/ml/held"`)
+	status, body, _ := ro.post("/ui/release/ml/held", url.Values{"csrf": {token}})
+	must.Eq(t, http.StatusForbidden, status)
+	must.StrContains(t, body, "Nomad refused the release (403): Permission denied")
+	status, _, _ = ro.post("/ui/release/secret/x", url.Values{"csrf": {token}})
+	must.Eq(t, http.StatusForbidden, status)
+	status, _, _ = ro.post("/ui/release/ml/held", url.Values{})
+	must.Eq(t, http.StatusForbidden, status)
+	must.SliceEmpty(t, fn.written())
+	entries, err := db.Entries(ctx, ledger.AuditQuery{})
+	must.NoError(t, err)
+	must.SliceEmpty(t, entries)
+
+	// A management token stops the hostile-named job: the exact ID reaches
+	// Nomad, the audit log names the actor.
+	rw := newBrowser(t, srv)
+	token = rw.signIn("root")
+	page := "/ui/jobs/ml/" + url.PathEscape(hostile)
+	_, body, _ = rw.get(page)
+	must.StrContains(t, body, `action="/ui/release/ml/%3Cscript%3Ealert%28%22x%22%29%3C%2Fscript%3E"`)
+	status, _, resp := rw.post("/ui/release/ml/"+url.PathEscape(hostile), url.Values{"csrf": {token}})
+	must.Eq(t, http.StatusSeeOther, status)
+	must.Eq(t, page+"?released=audited", resp.Header.Get("Location"))
+	must.Eq(t, []string{"stop ml/" + url.PathEscape(hostile)}, fn.written())
+	entries, err = db.Entries(ctx, ledger.AuditQuery{})
+	must.NoError(t, err)
+	must.SliceLen(t, 1, entries)
+	must.Eq(t, console.KindJobRelease, entries[0].Kind)
+	must.Eq(t, "root-accessor", entries[0].Actor)
+	must.Eq(t, "ml", entries[0].Namespace)
+	must.Eq(t, hostile, entries[0].Subject)
+	_, body, _ = rw.get(page + "?released=audited")
+	must.StrContains(t, body, "Stopped and released; written to the audit log.")
+}
+
+func TestReleaseWithoutLedgerSaysNotAudited(t *testing.T) {
+	srv, fn := newGovernor(t, testPlan(), false, false)
+	b := newBrowser(t, srv)
+	token := b.signIn("mlw")
+	status, _, resp := b.post("/ui/release/ml/held", url.Values{"csrf": {token}})
+	must.Eq(t, http.StatusSeeOther, status)
+	must.Eq(t, "/ui/jobs/ml/held?released=unaudited", resp.Header.Get("Location"))
+	must.Eq(t, []string{"stop ml/held"}, fn.written())
+}
+
+// fakeCapacity answers /allot/v1/capacity with one pool over the
+// requested hour.
+type fakeCapacity struct{}
+
+func (fakeCapacity) Serve(kind string, w http.ResponseWriter, r *http.Request, _ ledger.Caller) {
+	if kind != ledger.ReportCapacity {
+		http.NotFound(w, r)
+		return
+	}
+	since, until := time.Unix(1000, 0).UTC(), time.Unix(1000+3600, 0).UTC()
+	_ = json.NewEncoder(w).Encode(ledger.CapacityAnswer{Since: since, Until: until, Pools: []ledger.Utilization{
+		{Pool: "h200", Model: "nvidia/gpu/H200", Capacity: 8 * 3600, Allocated: 4 * 3600, Idle: 3 * 3600, Down: 1 * 3600, Waiting: 2 * 3600}}})
+}
+
+func TestOverviewPools(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false, func(s *server.Server) { s.Ledger = fakeCapacity{} })
+	b := newBrowser(t, srv)
+	b.signIn("ml")
+	status, body, _ := b.get("/ui/")
+	must.Eq(t, http.StatusOK, status)
+	for _, want := range []string{"<td>h200</td><td>nvidia/gpu/H200</td>", `<td class="num">8.0</td><td class="num">4.0</td>`,
+		`<td class="num">3.0</td><td class="num">1.0</td>`, `<td class="num">2.0</td>`,
+		`aria-label="50% allocated, 38% idle, 12% down"`, `<rect class="b-idle" x="50.00" y="0" width="37.50"`,
+		`<rect class="b-down" x="87.50" y="0" width="12.50"`} {
+		must.StrContains(t, body, want)
+	}
+	// Top tenants: only ml is readable; its dominant share.
+	must.StrContains(t, body, `<td class="num">50.0%</td>`)
+	must.StrNotContains(t, body, "secret")
 }

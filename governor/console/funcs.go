@@ -14,11 +14,14 @@ import (
 // funcs are the template functions. None returns template.HTML: every
 // value reaches the page through html/template's escaping.
 var funcs = template.FuncMap{
-	"res":       formatRequest,
-	"amount":    quota.Format,
-	"dur":       formatDuration,
-	"ts":        formatTime,
-	"jobURL":    jobURL,
+	"res":    formatRequest,
+	"amount": quota.Format,
+	"dur":    formatDuration,
+	"ts":     formatTime,
+	"jobURL": jobURL,
+	"releaseURL": func(ns, id string) string {
+		return Prefix + "release/" + url.PathEscape(ns) + "/" + url.PathEscape(id)
+	},
 	"tenantURL": tenantURL,
 	"pct":       percent,
 	"hundred":   func(f float64) float64 { return 100 * f },

@@ -143,6 +143,13 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode([]api.JobListStub{{ID: "held", Status: "dead", Stop: true}, {ID: "running", Status: "running"}})
 	case strings.HasSuffix(p, "/allocations"):
 		_, _ = w.Write([]byte("[]"))
+	case strings.HasPrefix(p, "/v1/job/") && r.Method == http.MethodDelete:
+		if tok != "root" && !(tok == "mlw" && ns == "ml") {
+			http.Error(w, "Permission denied", http.StatusForbidden)
+			return
+		}
+		f.writes = append(f.writes, "stop "+ns+"/"+strings.TrimPrefix(r.URL.EscapedPath(), "/v1/job/"))
+		_, _ = w.Write([]byte(`{"EvalID":"e"}`))
 	case strings.HasPrefix(p, "/v1/job/"):
 		if !reads(ns) {
 			http.Error(w, "Permission denied", http.StatusForbidden)
@@ -163,13 +170,16 @@ func (f *fakeNomad) written() []string {
 
 // newGovernor serves the governor's real handler (API + console) over a
 // real store, with the fake Nomad behind the proxy route.
-func newGovernor(t testing.TB, p *engine.Plan, aclsOff bool, tlsOn bool) (*httptest.Server, *fakeNomad) {
+func newGovernor(t testing.TB, p *engine.Plan, aclsOff bool, tlsOn bool, mods ...func(*server.Server)) (*httptest.Server, *fakeNomad) {
 	store := cluster.NewStore(quota.NewBook([]string{"low", "standard", "high"}), nil)
 	store.SetNamespaces([]*api.Namespace{{Name: "ml"}, {Name: "secret"}})
 	store.Reset(&cluster.Initial{})
 	fn := newFakeNomad()
 	s := &server.Server{Plans: fixedPlan{p}, Store: store, Proxy: fn, Auth: fakeAuth{t: t, aclsOff: aclsOff},
 		Log: hclog.NewNullLogger(), Classes: map[string]engine.Class{"low": {Priority: 30}, "standard": {Priority: 50}, "high": {Priority: 70}}}
+	for _, m := range mods {
+		m(s)
+	}
 	var srv *httptest.Server
 	if tlsOn {
 		srv = httptest.NewTLSServer(s.Handler())

@@ -65,6 +65,7 @@ func TestTemplatesUseKnownKeys(t *testing.T) {
 	must.Greater(t, 100, len(used))
 	// Keys built at run time: job states, view titles, sign-in notices.
 	used = append(used, "state.queued", "state.admitted", "state.direct", "state.stopped", "signin.expired",
+		"job.released.audited", "job.released.unaudited",
 		"overview.title", "queue.title", "tenant.title", "tenants.title", "job.title", "signin.title", "err.title")
 	for _, v := range (&Console{}).viewTable() {
 		if v.Nav != "" {

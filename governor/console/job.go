@@ -39,6 +39,10 @@ type jobData struct {
 	Checkpoints []checkpointRow
 	// Note says why a part is missing.
 	Note string
+	// CanRelease offers the release form (Nomad decides on the POST);
+	// Released is the flash after one ("audited" or "unaudited").
+	CanRelease bool
+	Released   string
 }
 
 // job serves /ui/jobs/<ns>/<id>. The namespace is checked before anything
@@ -72,20 +76,18 @@ func (c *Console) job(w http.ResponseWriter, q *Req) {
 		return
 	}
 	c.jobHistory(q, &d)
+	d.CanRelease = (d.Governed && (d.Why.State == "queued" || d.Why.State == "admitted")) ||
+		d.NomadStatus == "running" || d.NomadStatus == "pending"
+	if r := q.R.URL.Query().Get("released"); r == "audited" || r == "unaudited" {
+		d.Released = r
+	}
 	c.render(w, q, http.StatusOK, "job", "job.title", "", d)
 }
 
 // jobPath splits /ui/jobs/<ns>/<id> on the escaped path, so a job ID may
 // hold any character, "/" included.
 func jobPath(r *http.Request) (ns, id string, ok bool) {
-	rest := strings.TrimPrefix(r.URL.EscapedPath(), Prefix+"jobs/")
-	a, b, found := strings.Cut(rest, "/")
-	if !found {
-		return "", "", false
-	}
-	ns, err1 := url.PathUnescape(a)
-	id, err2 := url.PathUnescape(b)
-	return ns, id, err1 == nil && err2 == nil && ns != "" && id != ""
+	return splitJob(strings.TrimPrefix(r.URL.EscapedPath(), Prefix+"jobs/"))
 }
 
 // jobHistory adds the job's decisions (as preemptor, requeued job or

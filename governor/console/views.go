@@ -30,6 +30,7 @@ func (c *Console) viewTable() []View {
 		{Path: "queue", Nav: "nav.queue", Template: "queue", Serve: c.queue},
 		{Path: "tenants/", Nav: "nav.tenants", Serve: c.tenant},
 		{Path: "jobs/", Template: "job", Serve: c.job},
+		{Path: "release/", Serve: c.release},
 		{Path: "usage", Nav: "nav.usage", Template: "usage", Serve: c.usage},
 		{Path: "usage.csv", Serve: c.usageCSV},
 		{Path: "idle", Nav: "nav.idle", Template: "idle", Serve: c.idleView},

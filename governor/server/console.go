@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/console"
+	"github.com/allot-sh/allot/governor/ledger"
 )
 
 // mountConsole serves the governance console at /ui/ (governor/console):
@@ -21,7 +24,7 @@ func (s *Server) mountConsole(mux *http.ServeMux) {
 		log = hclog.NewNullLogger()
 	}
 	c, err := console.New(console.Options{API: mux, Nomad: s.Proxy, Auth: s.Auth, JobPool: s.jobPool, Now: s.Now,
-		Queue: s.consoleQueue, Request: s.request, Log: log.Named("console")})
+		Queue: s.consoleQueue, Request: s.request, Audit: s.appendAudit, Log: log.Named("console")})
 	if err != nil {
 		// The templates are embedded: this is a build defect, not a
 		// condition of the cluster. The API keeps serving.
@@ -56,6 +59,20 @@ func (s *Server) consoleQueue(c *auth.Caller) (allotapi.Queue, error) {
 		return allotapi.Queue{}, &console.APIError{Status: http.StatusServiceUnavailable, Msg: errNoCycle}
 	}
 	return s.queueFor(p, c, false), nil
+}
+
+// errNoAuditLog: the ledger (and its audit chain) is not configured.
+var errNoAuditLog = errors.New("the ledger is not configured: no audit log")
+
+// appendAudit appends e to the ledger's audit chain (the console's
+// operator actions that are not namespace writes, which the ledger's
+// auditor records itself).
+func (s *Server) appendAudit(ctx context.Context, e ledger.Entry) error {
+	api, ok := s.Ledger.(*ledger.API)
+	if !ok || api.DB == nil {
+		return errNoAuditLog
+	}
+	return api.DB.Append(ctx, e)
 }
 
 // jobPool is the node pool of a job the store knows ("default" when the
