@@ -94,6 +94,10 @@ tf-fmt: ## terraform fmt -check on terraform/ (skipped, loudly, without terrafor
 e2e: build ## Run the e2e tests (real Nomad cluster; RUN=<regexp> picks tests)
 	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' ./...
 
+.PHONY: screenshots
+screenshots: $(BIN)/nomad ## Save the console's screenshots to docs/img/console-*.png (browser e2e test, headless chromium)
+	ALLOT_SCREENSHOTS=1 $(GO) test -count=1 -tags e2e -timeout 10m -run '^TestE2E_Console$$' ./governor/e2e/
+
 # HA soak (docs/ha.md): the failover trials of TestE2E_HAFailover, HA_TRIALS
 # of each kind (kill -9, SIGSTOP, cut off from Consul, SIGTERM).
 HA_TRIALS    ?= 20

@@ -21,12 +21,18 @@ import (
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
-// consoleConfig: a 1 s cycle, the ledger, idle detection with a short
+// consoleConfig: a 1 s cycle, the ledger (accrual and capacity samples
+// every 2 s, a price per H200-hour), idle detection with a short
 // window and a grace long enough that nothing is reclaimed during the test
 // (candidates stay suspects), and a short auth cache.
 const consoleConfig = `
 cycle_interval = "1s"
-ledger { path = %q }
+ledger {
+  path         = %q
+  accrue_every = "2s"
+  currency     = "EUR"
+  device_rates = { "nvidia/gpu/H200" = 4.00 }
+}
 idle {
   period    = "1s"
   window    = "3s"
