@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,4 +139,47 @@ func TestJavaScriptBudget(t *testing.T) {
 	must.NoError(t, err)
 	must.Greater(t, 0, total)
 	must.Less(t, 60*1024, total)
+}
+
+// TestContrast: the text colours of console.css against the backgrounds
+// they are used on keep WCAG AA contrast (≥ 4.5:1).
+func TestContrast(t *testing.T) {
+	css, err := fs.ReadFile(assets, "static/console.css")
+	must.NoError(t, err)
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`--([a-z]+):(#[0-9a-f]{6})`).FindAllStringSubmatch(string(css), -1) {
+		vars[m[1]] = m[2]
+	}
+	pairs := [][2]string{{"fg", "bg"}, {"fg", "panel"}, {"muted", "bg"}, {"muted", "panel"}, {"link", "bg"}, {"link", "panel"},
+		{"navfg", "nav"}, {"warnfg", "warnbg"}, {"ok", "bg"}, {"bad", "bg"}}
+	for _, p := range pairs {
+		fg, bg := vars[p[0]], vars[p[1]]
+		must.NotEq(t, "", fg, must.Sprintf("--%s not in console.css", p[0]))
+		must.NotEq(t, "", bg, must.Sprintf("--%s not in console.css", p[1]))
+		must.GreaterEq(t, 4.5, contrast(fg, bg), must.Sprintf("%s on %s", p[0], p[1]))
+	}
+	must.GreaterEq(t, 4.5, contrast(vars["bad"], "#fdecec"), must.Sprint(".error"))
+}
+
+// contrast is the WCAG 2 contrast ratio of two #rrggbb colours.
+func contrast(a, b string) float64 {
+	la, lb := luminance(a), luminance(b)
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05)
+}
+
+func luminance(hex string) float64 {
+	var rgb [3]float64
+	for i := range rgb {
+		v, _ := strconv.ParseUint(hex[1+2*i:3+2*i], 16, 8)
+		c := float64(v) / 255
+		if c <= 0.03928 {
+			rgb[i] = c / 12.92
+		} else {
+			rgb[i] = math.Pow((c+0.055)/1.055, 2.4)
+		}
+	}
+	return 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
 }
