@@ -264,6 +264,37 @@ func register(client *api.Client, id string) submitted {
 	}
 }
 
+// readResult counts the queue reads of one trial.
+type readResult struct {
+	ok       int
+	failures []string
+}
+
+// readQueue reads GET /allot/v1/queue from g every 100 ms until ctx ends.
+func (e *haEnv) readQueue(ctx context.Context, g *haGov) readResult {
+	var r readResult
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := g.api.Queue(rctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return r
+		case err != nil:
+			r.failures = append(r.failures, err.Error())
+		default:
+			r.ok++
+		}
+		select {
+		case <-ctx.Done():
+			return r
+		case <-tick.C:
+		}
+	}
+}
+
 // waitAdmitted waits until every job is admitted (sealed state admitted,
 // not stopped) as Nomad stores it.
 func (e *haEnv) waitAdmitted(ids []string) {
@@ -306,12 +337,19 @@ func (e *haEnv) trial(kind string) trialResult {
 	started := make(chan struct{})
 	results := make(chan []submitted, 1)
 	go func() { results <- e.submit(standby, ids, started) }()
+	readsCtx, stopReads := context.WithCancel(context.Background())
+	reads := make(chan readResult, 1)
+	go func() { reads <- e.readQueue(readsCtx, standby) }()
 	<-started
 	injected := time.Now()
 	e.inject(kind, leader)
 	newTerm, leadAt := e.waitLeads(standby, term, 2*time.Minute)
 	e.recover(kind, leader)
 	subs := <-results
+	stopReads()
+	rr := <-reads
+	must.Positive(e.t, rr.ok)
+	must.SliceEmpty(e.t, rr.failures, must.Sprintf("the standby answers GET /allot/v1/queue throughout the failover: %v", rr.failures))
 	res := trialResult{kind: kind, oldTerm: term, newTerm: newTerm, failover: leadAt.Sub(injected)}
 	for _, s := range subs {
 		must.NoError(e.t, s.err, must.Sprintf("job %s: every submission succeeds, at worst after a 503", s.id))

@@ -29,10 +29,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 // ready answers /readyz: 200 when this governor can do its part, 503 with
-// the reason otherwise. A single governor is ready once synced with Nomad
-// and a decision cycle ran; under HA the leader is ready once synced, and
-// a standby once its snapshot is warm and it knows the leader it forwards
-// admissions to.
+// the reason otherwise. A governor is ready once synced with Nomad and a
+// decision cycle ran (its reads answer); under HA a standby also needs to
+// know the leader it forwards admissions to.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ok, reason := s.readiness()
 	status := http.StatusOK
@@ -48,10 +47,10 @@ func (s *Server) readiness() (bool, string) {
 	if !s.Store.Synced() {
 		return false, "syncing with Nomad"
 	}
+	if s.Plans.Latest() == nil {
+		return false, "no decision cycle yet" // reads need one, on a standby too
+	}
 	if s.HA == nil {
-		if s.Plans.Latest() == nil {
-			return false, "no decision cycle yet"
-		}
 		return true, "ok"
 	}
 	st := s.HA.State()

@@ -36,9 +36,10 @@ func TestReadiness(t *testing.T) {
 		"single governor before sync":    {code: 503, reason: "syncing with Nomad"},
 		"single governor before a cycle": {synced: true, code: 503, reason: "no decision cycle yet"},
 		"single governor ready":          {synced: true, plan: true, code: 200, reason: "ok"},
-		"HA leader":                      {synced: true, ha: fakeHA{st: allotapi.Status{HA: true, Leading: true}}, code: 200, reason: "ok: leader"},
-		"HA standby knowing the leader":  {synced: true, ha: fakeHA{st: allotapi.Status{HA: true, Leader: leader}}, code: 200, reason: "ok: standby, leader gov-a"},
-		"HA without a leader":            {synced: true, ha: fakeHA{st: allotapi.Status{HA: true}}, code: 503, reason: "no leader elected"},
+		"HA leader":                      {synced: true, plan: true, ha: fakeHA{st: allotapi.Status{HA: true, Leading: true}}, code: 200, reason: "ok: leader"},
+		"HA standby knowing the leader":  {synced: true, plan: true, ha: fakeHA{st: allotapi.Status{HA: true, Leader: leader}}, code: 200, reason: "ok: standby, leader gov-a"},
+		"HA standby before a cycle":      {synced: true, ha: fakeHA{st: allotapi.Status{HA: true, Leader: leader}}, code: 503, reason: "no decision cycle yet"},
+		"HA without a leader":            {synced: true, plan: true, ha: fakeHA{st: allotapi.Status{HA: true}}, code: 503, reason: "no leader elected"},
 		"HA standby still syncing":       {ha: fakeHA{st: allotapi.Status{HA: true, Leader: leader}}, code: 503, reason: "syncing with Nomad"},
 	}
 	for name, tc := range cases {
