@@ -49,6 +49,10 @@ func bigGovernor(tb testing.TB, n int) http.Handler {
 	for i := range p.Queue {
 		p.Verdicts[p.Queue[i].Namespace+"/"+p.Queue[i].JobID] = &p.Queue[i]
 	}
+	for _, ns := range nss {
+		p.Tenants = append(p.Tenants, engine.TenantStatus{Tenant: engine.Tenant{Tenant: quota.Tenant{Namespace: ns.Name,
+			Cohort: "default", Weight: 1, Quota: quota.Vector{"gpu": 8}}}, Queued: tpos[ns.Name]})
+	}
 	store.Reset(&cluster.Initial{Jobs: jobs})
 	s := &server.Server{Plans: fixedPlan{p}, Store: store, Proxy: newFakeNomad(), Auth: fakeAuth{t: tb},
 		Log: hclog.NewNullLogger(), Now: func() time.Time { return time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC) }}
@@ -132,4 +136,24 @@ func BenchmarkQueuePage(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
 		})
 	}
+}
+
+// TestBigTenantPage: a tenant with 500 queued jobs lists the first 200,
+// queued first in queue order, and links to its queue.
+func TestBigTenantPage(t *testing.T) {
+	h := bigGovernor(t, benchQueue)
+	ck := handlerSession(t, h, "root")
+	req := httptest.NewRequest(http.MethodGet, "/ui/tenants/team-00", nil)
+	req.AddCookie(ck)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	must.Eq(t, http.StatusOK, rec.Code)
+	body := rec.Body.String()
+	must.StrContains(t, body, "The first 200 of 502 jobs (queued jobs first).")
+	must.StrContains(t, body, `href="/ui/queue?tenant=team-00"`)
+	must.Eq(t, 200, strings.Count(body, `<span class="tag queued">queued</span>`))
+	first := strings.Index(body, "train-00000")
+	must.Positive(t, first)
+	must.Less(t, strings.Index(body, "train-00020"), first)
+	must.StrNotContains(t, body, ">running</a>")
 }

@@ -132,6 +132,8 @@ var shellMessages = map[string]msg{
 	"tenant.noresources":  {"No quota set and nothing in use.", "未设置配额，也没有使用中的资源。"},
 	"tenant.jobs":         {"Jobs", "作业"},
 	"tenant.nojobs":       {"Nomad's job list is unavailable", "无法获取 Nomad 作业列表"},
+	"tenant.jobscut":      {"The first %d of %d jobs (queued jobs first).", "显示前 %d 个作业，共 %d 个（排队作业在前）。"},
+	"tenant.toqueue":      {"This tenant's queue", "该租户的队列"},
 	"tenant.nojobslisted": {"No jobs.", "没有作业。"},
 	"tenant.setquota":     {"Change the quota", "修改配额"},
 	"tenant.quotahint":    {"Sets allot.quota/limit/lend.<resource> of this namespace with your token, checked like allotctl quota set. Empty fields stay as they are. Nomad decides whether your token may write the namespace; the change is written to the audit log with your token as its actor.", "使用您的令牌设置该命名空间的 allot.quota/limit/lend.<资源>，校验规则与 allotctl quota set 相同。留空的字段保持不变。由 Nomad 判断您的令牌是否有权修改该命名空间；修改会以您的令牌为操作者写入审计日志。"},

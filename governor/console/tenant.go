@@ -37,6 +37,8 @@ type tenantData struct {
 	Jobs      []tenantJob
 	// JobsNote says why Nomad's job list is missing ("" when shown).
 	JobsNote string
+	// JobsTotal is the number of jobs before the page's cut (maxTenantJobs).
+	JobsTotal int
 	// Flash is the result of a quota change (Error when it failed).
 	Flash, Error string
 	// Form keeps what the user typed after a refused change.
@@ -109,6 +111,10 @@ func (c *Console) showTenant(w http.ResponseWriter, q *Req, ns string, status in
 		return
 	}
 	d.Jobs, d.JobsNote = c.tenantJobs(q, ns, qa)
+	d.JobsTotal = len(d.Jobs)
+	if len(d.Jobs) > maxTenantJobs {
+		d.Jobs = d.Jobs[:maxTenantJobs]
+	}
 	c.render(w, q, status, "tenant", "tenant.title", "", d)
 }
 
@@ -140,6 +146,10 @@ func resourcesOf(t allotapi.Tenant) []resourceRow {
 	return out
 }
 
+// maxTenantJobs bounds the tenant page's job list (queued jobs first);
+// the queue view, filtered to the tenant, pages through all of them.
+const maxTenantJobs = 200
+
 // tenantJobs merges Nomad's job list of ns (read with the caller's token
 // through the proxy) with the governor's queue: a held job is "queued".
 func (c *Console) tenantJobs(q *Req, ns string, qa allotapi.Queue) ([]tenantJob, string) {
@@ -169,6 +179,16 @@ func (c *Console) tenantJobs(q *Req, ns string, qa allotapi.Queue) ([]tenantJob,
 			out = append(out, tenantJob{ID: id, Status: "queued", Queued: true, Position: e.Position})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	// Queued jobs first, in queue order; then the others by ID.
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Queued != b.Queued {
+			return a.Queued
+		}
+		if a.Queued && a.Position != b.Position {
+			return a.Position < b.Position
+		}
+		return a.ID < b.ID
+	})
 	return out, note
 }
