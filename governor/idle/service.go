@@ -93,8 +93,11 @@ func NewService(o Options) *Service {
 func (s *Service) Detector() *Detector { return s.o.Detector }
 
 // Run ticks every period until ctx ends. Each period is stamped with its
-// tick's time, not the time its work starts, so the ladder's clock
-// advances by whole periods and a grace of n periods ends on the n-th tick.
+// place on the exact period grid from the first one (gridStamp), not the
+// time its work starts, so the ladder's clock advances by whole periods and
+// a grace of n periods ends on the n-th tick. A period whose work outlasts
+// two periods makes the ticker drop a tick (a step then comes a period
+// late); that is logged, at most once a minute.
 func (s *Service) Run(ctx context.Context) {
 	if s.o.Notifier != nil {
 		s.notices = make(chan pendingNotice, noticeQueue)
@@ -102,17 +105,38 @@ func (s *Service) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(s.o.Period)
 	defer t.Stop()
-	now := s.o.Now()
+	start := s.o.Now()
+	now := start
+	var slowLogged time.Time
 	for {
+		began := time.Now()
 		if err := s.OnceAt(ctx, now); err != nil && ctx.Err() == nil {
 			s.o.Log.Warn("idle detection period failed", "error", err)
+		}
+		took := time.Since(began)
+		s.o.Log.Debug("idle detection period done", "took", took)
+		if took > s.o.Period && time.Since(slowLogged) > time.Minute {
+			slowLogged = time.Now()
+			s.o.Log.Warn("idle detection period took longer than the period; ladder steps may come a period late",
+				"took", took, "period", s.o.Period)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case now = <-t.C:
+		case tick := <-t.C:
+			now = gridStamp(start, tick, s.o.Period)
 		}
 	}
+}
+
+// gridStamp places a tick on the exact grid start + k·period. The
+// ticker's own times land a few microseconds after their schedule, by a
+// different amount each time, so a deadline computed from one tick (the
+// suspect's, plus grace) could fall just after the tick it is due on and
+// move the step a whole period later.
+func gridStamp(start, tick time.Time, period time.Duration) time.Time {
+	k := (tick.Sub(start) + period/2) / period
+	return start.Add(k * period)
 }
 
 // Once reads one period's telemetry and applies it, stamped now.

@@ -375,3 +375,21 @@ func TestRunNoticesDoNotStallTheLadder(t *testing.T) {
 	}
 	close(bn.release)
 }
+
+func TestGridStamp(t *testing.T) {
+	cases := map[string]struct {
+		after time.Duration // tick time − start
+		want  time.Duration // stamp − start
+	}{
+		"on time":             {after: 3 * period, want: 3 * period},
+		"a few µs late":       {after: 3*period + 7*time.Microsecond, want: 3 * period},
+		"a few µs early":      {after: 3*period - 7*time.Microsecond, want: 3 * period},
+		"after a dropped one": {after: 5*period + time.Millisecond, want: 5 * period},
+		"first tick":          {after: period - time.Millisecond, want: period},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.Eq(t, t0.Add(tc.want), gridStamp(t0, t0.Add(tc.after), period))
+		})
+	}
+}
