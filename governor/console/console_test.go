@@ -61,6 +61,20 @@ func TestSignInAndOut(t *testing.T) {
 	status, body, _ = b.get("/ui/queue")
 	must.Eq(t, http.StatusOK, status)
 	must.StrContains(t, body, `<span class="identity">`)
+
+	// Signing in again replaces the session: the old id no longer works.
+	_, body2, _ := b.get("/ui/signin")
+	status, _, resp = b.post("/ui/signin", url.Values{"csrf": {csrf(t, body2)}, "token": {"ml"}})
+	must.Eq(t, http.StatusSeeOther, status)
+	renewed := cookieNamed(resp, "allot_session")
+	must.NotEq(t, ck.Value, renewed.Value)
+	stale := newBrowser(t, srv)
+	u, _ := url.Parse(srv.URL + "/ui/")
+	stale.c.Jar.SetCookies(u, []*http.Cookie{{Name: "allot_session", Value: ck.Value, Path: "/ui/"}})
+	status, _, _ = stale.get("/ui/queue")
+	must.Eq(t, http.StatusSeeOther, status)
+	status, body, _ = b.get("/ui/queue")
+	must.Eq(t, http.StatusOK, status)
 	token := csrf(t, body)
 
 	status, _, _ = b.post("/ui/signout", url.Values{"csrf": {"wrong"}})

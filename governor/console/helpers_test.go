@@ -200,10 +200,10 @@ type browser struct {
 func newBrowser(t testing.TB, srv *httptest.Server) *browser {
 	jar, err := cookiejar.New(nil)
 	must.NoError(t, err)
-	c := srv.Client()
+	c := *srv.Client() // a copy: each browser has its own cookie jar
 	c.Jar = jar
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &browser{t: t, base: srv.URL, c: c}
+	return &browser{t: t, base: srv.URL, c: &c}
 }
 
 // get returns status, body and the response.

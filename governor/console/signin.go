@@ -154,6 +154,9 @@ func (c *Console) signinPost(w http.ResponseWriter, q *Req) {
 		c.fail(w, q, http.StatusInternalServerError, q.L.T("err.internal"))
 		return
 	}
+	if old, err := r.Cookie(sessionCookie); err == nil {
+		c.sessions.remove(old.Value) // a new sign-in ends the browser's previous session
+	}
 	c.opts.Log.Info("console sign-in", "accessor", caller.AccessorID, "name", caller.Name)
 	http.SetCookie(w, c.cookie(r, preCookie, "", -1))
 	c.setSession(w, r, s)
