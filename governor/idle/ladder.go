@@ -158,12 +158,24 @@ func (t *tracker) observe(s Sample, p Policy, ex *Exemption) Transition {
 	t.idle(s, p)
 	defer func() { t.gap = false }()
 	if ex.Active(s.At) {
-		e := *ex
-		t.c.Exemption, t.c.Step = &e, StepExempt
-		return None
+		return t.exempt(ex)
 	}
 	t.c.Exemption = nil
 	return t.climb(s.At, p)
+}
+
+// exempt parks the allocation while an operator's exemption holds; a
+// warning already given is withdrawn. When the exemption expires the
+// ladder starts from observe with the idle run kept.
+func (t *tracker) exempt(ex *Exemption) Transition {
+	was := t.c.Step
+	e := *ex
+	t.c.Exemption, t.c.Step = &e, StepExempt
+	t.c.SuspectAt, t.c.WarnAt, t.c.WarnedAt, t.c.DueAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if was == StepWarned || was == StepReclaim {
+		return Cancel
+	}
+	return None
 }
 
 // unclaimed climbs the ladder from the moment the TTL ran out, whatever
@@ -171,9 +183,7 @@ func (t *tracker) observe(s Sample, p Policy, ex *Exemption) Transition {
 func (t *tracker) unclaimedStep(s Sample, p Policy, ex *Exemption) Transition {
 	t.c.Class, t.c.IdleSince, t.gap, t.lastIdleAt = ClassUnclaimed, t.c.LastOwnerAction.Add(p.UnclaimedTTL), false, time.Time{}
 	if ex.Active(s.At) {
-		e := *ex
-		t.c.Exemption, t.c.Step = &e, StepExempt
-		return None
+		return t.exempt(ex)
 	}
 	t.c.Exemption = nil
 	q := p

@@ -39,6 +39,7 @@ func TestLadder(t *testing.T) {
 		script     string
 		policy     func(*Policy)
 		exempt     *Exemption
+		exemptFrom int // the exemption is granted at this sample (0: from the start)
 		production bool
 		ungoverned bool
 		// want: transitions by sample index
@@ -72,7 +73,11 @@ func TestLadder(t *testing.T) {
 		"production only warned": {script: "IIIIIIIIIIII", production: true, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
 		"ungoverned only warned": {script: "IIIIIIIIIIII", ungoverned: true, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
 		"exempt":                 {script: "IIIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, want: map[int]Transition{}, step: StepExempt, class: ClassIdleHeld},
-		"expired exemption":      {script: "IIIIIIII", exempt: &Exemption{Until: t0.Add(2 * period), Reason: "demo"}, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
+		"exempted after the warning: withdrawn": {script: "IIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, exemptFrom: 8,
+			want: map[int]Transition{5: Suspect, 7: Warn, 8: Cancel}, step: StepExempt, class: ClassIdleHeld},
+		"exempted while suspect: nothing to withdraw": {script: "IIIIIIIIIII", exempt: &Exemption{Until: t0.Add(time.Hour), Reason: "demo"}, exemptFrom: 6,
+			want: map[int]Transition{5: Suspect}, step: StepExempt, class: ClassIdleHeld},
+		"expired exemption": {script: "IIIIIIII", exempt: &Exemption{Until: t0.Add(2 * period), Reason: "demo"}, want: map[int]Transition{5: Suspect, 7: Warn}, step: StepWarned, class: ClassIdleHeld},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,7 +88,11 @@ func TestLadder(t *testing.T) {
 			tr := &tracker{c: Candidate{Watch: Watch{AllocID: "a", Devices: 2, Production: tc.production, Ungoverned: tc.ungoverned}, Step: StepObserve}}
 			got := map[int]Transition{}
 			for n, s := range series(tc.script) {
-				if k := tr.observe(s, p, tc.exempt); k != None {
+				ex := tc.exempt
+				if n < tc.exemptFrom {
+					ex = nil
+				}
+				if k := tr.observe(s, p, ex); k != None {
 					got[n] = k
 				}
 			}
