@@ -11,6 +11,11 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
+// callTimeout bounds each one-shot Consul call (not the blocking queries,
+// which carry their own wait time): a stalled agent must not hold up the
+// campaign or a resignation.
+const callTimeout = 10 * time.Second
+
 // Reasons a session or a term ends.
 var (
 	errSessionGone = errors.New("session invalidated by consul")
@@ -144,13 +149,17 @@ func (e *Elector) openSession(ctx context.Context, l *lease) (string, error) {
 		start := e.clock.Now()
 		reg := &api.AgentCheckRegistration{ID: e.checkID(), Name: "allot-governor " + e.cfg.MemberID + " alive",
 			AgentServiceCheck: api.AgentServiceCheck{TTL: e.cfg.CheckTTL.String(), Status: api.HealthPassing}}
-		if err := e.consul.Agent().CheckRegister(reg); err != nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		// Agent().CheckRegister takes no context: the same PUT through Raw.
+		if _, err := e.consul.Raw().Write("/v1/agent/check/register", reg, nil,
+			(&api.WriteOptions{}).WithContext(cctx)); err != nil {
 			return "", fmt.Errorf("ha: registering check %s: %w", e.checkID(), err)
 		}
 		// Consul keeps the status of a check registered again under the
 		// same ID (a governor restarted after kill -9 finds its old check
 		// critical, and no session can be bound to it): pass it explicitly.
-		if err := e.consul.Agent().UpdateTTLOpts(e.checkID(), "", api.HealthPassing, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+		if err := e.consul.Agent().UpdateTTLOpts(e.checkID(), "", api.HealthPassing, (&api.QueryOptions{}).WithContext(cctx)); err != nil {
 			return "", fmt.Errorf("ha: passing check %s: %w", e.checkID(), err)
 		}
 		l.checked(start)
@@ -159,7 +168,10 @@ func (e *Elector) openSession(ctx context.Context, l *lease) (string, error) {
 		// bound.
 		se.NodeChecks = []string{e.checkID()}
 	}
-	w := (&api.WriteOptions{}).WithContext(ctx)
+	e.destroyStale(ctx)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	w := (&api.WriteOptions{}).WithContext(cctx)
 	start := e.clock.Now()
 	var sid string
 	var err error
@@ -183,6 +195,9 @@ func (e *Elector) openSession(ctx context.Context, l *lease) (string, error) {
 // RenewInterval, extending the lease from each request's start. It ends
 // the session when Consul says it is gone or the lease runs out.
 func (e *Elector) keepAlive(ctx context.Context, s *sessionState) {
+	// The member entry is written here, retried each round until it takes:
+	// lock-delay left by this member's previous session can refuse it.
+	registered := e.registerMember(ctx, s.id)
 	for {
 		select {
 		case <-ctx.Done():
@@ -190,6 +205,9 @@ func (e *Elector) keepAlive(ctx context.Context, s *sessionState) {
 		case <-e.clock.After(e.cfg.RenewInterval):
 		}
 		err := e.renewOnce(ctx, s)
+		if err == nil && !registered {
+			registered = e.registerMember(ctx, s.id)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -235,25 +253,44 @@ func (e *Elector) renewOnce(ctx context.Context, s *sessionState) error {
 func (e *Elector) abandon(sid string) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RetryInterval)
 	defer cancel()
-	if _, err := e.consul.Session().Destroy(sid, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		e.log.Debug("destroying the abandoned session failed; consul expires it", "session", sid, "error", err)
-	}
+	_, err := e.consul.Session().Destroy(sid, (&api.WriteOptions{}).WithContext(ctx))
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.session == sid {
 		e.session = ""
 	}
+	if err != nil {
+		e.log.Debug("destroying the abandoned session failed; retried before the next one", "session", sid, "error", err)
+		e.stale = append(e.stale, sid)
+	}
+}
+
+// destroyStale retries destroying sessions abandoned while Consul was out
+// of reach, so that an old session kept alive by this member's shared
+// check does not hold the lock until its TTL runs out.
+func (e *Elector) destroyStale(ctx context.Context) {
+	e.mu.Lock()
+	stale := e.stale
+	e.stale = nil
 	e.mu.Unlock()
+	for _, sid := range stale {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := e.consul.Session().Destroy(sid, (&api.WriteOptions{}).WithContext(cctx))
+		cancel()
+		if err != nil {
+			e.mu.Lock()
+			e.stale = append(e.stale, sid)
+			e.mu.Unlock()
+		}
+	}
 }
 
 // holdSession stands by until the lock is free, takes it, and leads until
 // the term ends; it returns why the session must end.
 func (e *Elector) holdSession(ctx context.Context, s *sessionState) error {
-	registered, refusedFree := false, false
+	refusedFree := false
 	var index uint64
 	for {
-		if !registered {
-			registered = e.registerMember(ctx, s.id)
-		}
 		if !s.lease.valid() {
 			return errLeaseEnded
 		}
@@ -279,6 +316,8 @@ func (e *Elector) holdSession(ctx context.Context, s *sessionState) error {
 // reports whether that worked (lock-delay from this member's previous
 // session can refuse it for a while).
 func (e *Elector) registerMember(ctx context.Context, sid string) bool {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	value, _ := json.Marshal(e.me)
 	ok, _, err := e.consul.KV().Acquire(&api.KVPair{Key: e.memberKey(), Value: value, Session: sid},
 		(&api.WriteOptions{}).WithContext(ctx))
@@ -292,6 +331,8 @@ func (e *Elector) registerMember(ctx context.Context, sid string) bool {
 // that returns the key's modify index: the new term's epoch. Term.Start is
 // taken before the request, so no acquisition can precede it.
 func (e *Elector) tryLock(ctx context.Context, s *sessionState) (Term, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	value, _ := json.Marshal(e.me)
 	start := e.clock.Now()
 	ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVLock, Key: e.cfg.Key, Value: value, Session: s.id}}}

@@ -60,7 +60,8 @@ type Elector struct {
 
 	mu       sync.Mutex
 	status   Status
-	session  string // current session id, "" when none
+	session  string   // current session id, "" when none
+	stale    []string // abandoned sessions Consul could not be told to destroy
 	running  bool
 	resigned bool
 	stopRun  context.CancelFunc // cancels the running campaign

@@ -103,6 +103,24 @@ func testCrashFailover(t *testing.T, addr string, s settings) {
 	ms, err := standby.e.Members(context.Background())
 	must.NoError(t, err)
 	must.Eq(t, []Member{standby.e.Self()}, ms)
+
+	// The dead member restarts under the same id (its old check is
+	// critical, its member entry under lock-delay): it stands by in the
+	// new term and is listed again.
+	back := startCandidate(t, addr, key, leader.e.Self().ID, s, false)
+	waitFor(t, 15*time.Second, "the restarted member to stand by and be listed", func() error {
+		if st := back.e.Status(); st.Leading || st.Leader != standby.e.Self() || st.Epoch != term.Epoch {
+			return fmt.Errorf("restarted member: leading %v, leader %q epoch %d", st.Leading, st.Leader.ID, st.Epoch)
+		}
+		ms, err := standby.e.Members(context.Background())
+		if err != nil {
+			return err
+		}
+		if len(ms) != 2 {
+			return fmt.Errorf("members %v", ms)
+		}
+		return nil
+	})
 }
 
 // testPartition cuts the leader off from Consul (its TCP proxy drops every

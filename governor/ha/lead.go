@@ -12,9 +12,17 @@ func (e *Elector) lead(ctx context.Context, s *sessionState, term Term) error {
 	if !term.Valid() {
 		return errLeaseEnded // the lease ran out while the lock was taken
 	}
+	started := false
 	e.setStatus(func(st *Status) {
+		if e.resigned { // Resign began while the lock was being taken
+			return
+		}
 		st.Leading, st.Term, st.Leader, st.Epoch = true, term, e.me, term.Epoch
+		started = true
 	})
+	if !started {
+		return ErrResigned
+	}
 	e.log.Info("leading", "epoch", term.Epoch, "lease_deadline_in", term.Deadline().Sub(e.clock.Now()))
 	expired := make(chan struct{})
 	s.spawn(func() {
