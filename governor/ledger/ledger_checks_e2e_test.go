@@ -38,9 +38,15 @@ func TestE2E_Ledger(t *testing.T) {
 		e.startPostgresGovernor(pg)
 	}
 	mgmt := e.c.ManagementToken()
-	// The short pool: seven jobs of two L4s each for its two L4s, all long.
+	sqliteDB := e.openSQLite()
+	// A preemption by the governing governor (A), on an empty train pool.
+	preempted := e.preempt(sqliteDB)
+	// The short pool: seven jobs of two L4s each for its two L4s, all
+	// long, in a tenant of its own cohort with quota to spare, so they
+	// wait for devices (reserved-waiting), never for the quota that the
+	// train workload uses up.
 	for i := 0; i < 7; i++ {
-		e.submitThrough(e.a, "team-b", fmt.Sprintf("infer%d", i), "infer", "L4", 2, 600, 0)
+		e.submitThrough(e.a, "team-c", fmt.Sprintf("infer%d", i), "infer", "L4", 2, 600, 0)
 	}
 	// Quota changes: through governor A (SQLite) and B (PostgreSQL) by
 	// alice, and one straight to Nomad.
@@ -59,7 +65,7 @@ func TestE2E_Ledger(t *testing.T) {
 	must.GreaterEq(t, 10, e.kills)
 
 	truth := e.groundTruth()
-	backends := map[string]*ledger.DB{"sqlite": e.openSQLite()}
+	backends := map[string]*ledger.DB{"sqlite": sqliteDB}
 	if pg != nil {
 		backends["postgres"] = e.openPostgres()
 	}
@@ -72,6 +78,9 @@ func TestE2E_Ledger(t *testing.T) {
 		})
 	}
 	checkDecisionsAndUsed(t, backends["sqlite"])
+	// The governing backend still says preempted, by whom, after the
+	// restarts and the victim job's removal.
+	must.NoError(t, checkPreempted(sqliteDB, preempted))
 	e.checkAuditThroughCLI(t, mgmt)
 	if pg != nil {
 		checkAuditRows(t, backends["postgres"], "team-b", "allot.weight", e.alice)
@@ -199,7 +208,7 @@ func checkTenantTotals(t *testing.T, db *ledger.DB) {
 	q.By = []string{"tenant", "job", "model"}
 	rows, err := db.Usage(ctx, q)
 	must.NoError(t, err)
-	must.Len(t, 2, tenants)
+	must.Len(t, 3, tenants)
 	for _, tn := range tenants {
 		var sum, n int64
 		for _, r := range rows {

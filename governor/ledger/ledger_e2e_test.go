@@ -112,6 +112,7 @@ func newLedgerEnv(t *testing.T) *ledgerEnv {
 	e := &ledgerEnv{t: t, c: c, dir: dir, sqlite: filepath.Join(dir, "ledger.db"), rng: rand.New(rand.NewSource(time.Now().UnixNano()))}
 	e.namespace("team-a", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"})
 	e.namespace("team-b", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"})
+	e.namespace("team-c", map[string]string{"allot.cohort": "infer", "allot.quota.gpu": "16"})
 	var err error
 	e.alice, _, err = c.API.ACLTokens().Create(&api.ACLToken{Name: "alice", Type: "management"}, nil)
 	must.NoError(t, err)
