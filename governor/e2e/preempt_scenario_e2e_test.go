@@ -42,7 +42,40 @@ func (e *preemptEnv) borrowAll() map[string]string {
 			return nil
 		})
 	}
+	// The victims are chosen by least work lost. A fresh trainer loses at
+	// most about a second (it saves every second); a stale one loses all
+	// it ran. Under load a stale trainer can start seconds after the
+	// fresh ones, and one that has run only a second loses as little as a
+	// fresh one: the order then flips. Wait until each stale trainer has
+	// run clearly longer than a fresh one can lose (checkVictims requires
+	// every victim to lose under 5 s), so the expected victims follow from
+	// the rule, not from timing.
+	for _, id := range stale {
+		e.c.Eventually(60*time.Second, id+" has run "+staleRun.String(), func() error {
+			if ran := e.ranFor(old[id], "train"); ran < staleRun {
+				return fmt.Errorf("ran %s", ran.Round(time.Millisecond))
+			}
+			return nil
+		})
+	}
 	return old
+}
+
+// staleRun is how long the stale trainers run before team-b reclaims:
+// clearly more than the work a fresh trainer can lose (about a second,
+// under 5 s as checkVictims asserts).
+const staleRun = 8 * time.Second
+
+// ranFor is how long task of allocation allocID has run (zero before it
+// started).
+func (e *preemptEnv) ranFor(allocID, task string) time.Duration {
+	a, _, err := e.c.API.Allocations().Info(allocID, nil)
+	must.NoError(e.t, err)
+	ts := a.TaskStates[task]
+	if ts == nil || ts.StartedAt.IsZero() {
+		return 0
+	}
+	return time.Since(ts.StartedAt)
 }
 
 // reclaim submits team-b's 4-GPU job and returns how long until it runs
