@@ -386,8 +386,22 @@ func TestE2E_Idle(t *testing.T) {
 		}
 		return fmt.Errorf("zombies %v", a.Zombies)
 	})
+	// reported at its second sample (the ledger entry's time is the
+	// reporting period's stamp, its detail the first sample's), and within
+	// two periods of the script change plus the 1–3 s the stats take to
+	// reach Nomad's client stats API
+	var za ledger.AuditAnswer
+	getJSON(t, e.g.Addr+"/allot/v1/audit?kind=idle:zombie&since="+injected.Add(-time.Minute).UTC().Format(time.RFC3339), &za)
+	var zd idle.Detail
+	for _, en := range za.Entries {
+		if strings.HasSuffix(en.Subject, "/"+zdev) {
+			must.NoError(t, json.Unmarshal([]byte(en.Detail), &zd))
+			must.Between(t, idlePeriod-clockSlack, en.Time.Sub(zd.IdleSince), idlePeriod+clockSlack, must.Sprint("reported at the second sample"))
+		}
+	}
+	must.False(t, zd.IdleSince.IsZero(), must.Sprintf("no idle:zombie ledger entry for %s: %+v", zdev, za.Entries))
 	t.Logf("zombie reported %s after injection (period 2s); whole test %s", seen.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
-	must.Less(t, 2*2*time.Second+time.Second, seen, must.Sprint("reported within two 2s periods (+1s for the stats to reach Nomad)"))
+	must.Less(t, 2*idlePeriod+3*time.Second, seen, must.Sprint("reported within two 2s periods (+ up to 3s for the stats to reach Nomad)"))
 }
 
 // periodDurations summarizes the governor's "idle detection period done"
