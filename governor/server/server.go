@@ -66,6 +66,9 @@ type Server struct {
 	// HA is the election's state under HA (ha.go); nil for a single
 	// governor.
 	HA HA
+	// Actuator applies the requeues people ask for (POST
+	// /allot/v1/jobs/<ns>/<id>/requeue, requeue.go); nil: refused.
+	Actuator Applier
 }
 
 // Handler returns the whole HTTP surface.
@@ -74,7 +77,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1/", s.Proxy)
 	mux.HandleFunc("/allot/v1/tenants", s.authed(s.tenants))
 	mux.HandleFunc("/allot/v1/queue", s.authed(s.queue))
-	mux.HandleFunc("/allot/v1/jobs/", s.authed(s.why))
+	mux.HandleFunc("/allot/v1/jobs/", s.jobs) // GET .../why, POST .../requeue
 	mux.HandleFunc("/allot/v1/classes", s.authed(s.classes))
 	mux.HandleFunc("/allot/v1/decisions", s.authed(s.decisions))
 	mux.HandleFunc("/allot/v1/idle", s.authed(s.idle))
