@@ -1,0 +1,139 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/ledger"
+	"github.com/allot-sh/allot/governor/quota"
+	"github.com/allot-sh/allot/governor/server"
+)
+
+// Sizes of the report benchmark's ledger: a month of a busy cluster.
+const (
+	benchSegments = 10000 // allocations over 30 days, 20 tenants
+	benchAudit    = 10000 // audit entries
+)
+
+// bigLedgerGovernor is the real server over a SQLite ledger holding
+// benchSegments segments of 20 namespaces spread over the 30 days before
+// now, hourly capacity samples of three pools, and benchAudit audit
+// entries.
+func bigLedgerGovernor(tb testing.TB, now time.Time) http.Handler {
+	ctx := context.Background()
+	db, err := ledger.Open(ctx, ledger.DriverSQLite, filepath.Join(tb.TempDir(), "ledger.db"))
+	must.NoError(tb, err)
+	tb.Cleanup(func() { db.Close() })
+	month := 30 * 24 * time.Hour
+	pools := []string{"default", "h200", "l4"}
+	segs := make([]ledger.Segment, 0, benchSegments)
+	for i := 0; i < benchSegments; i++ {
+		start := now.Add(-month + time.Duration(i)*(month/benchSegments))
+		segs = append(segs, ledger.Segment{AllocID: fmt.Sprintf("alloc-%05d", i), Model: "nvidia/gpu/H200",
+			Namespace: fmt.Sprintf("team-%02d", i%20), JobID: fmt.Sprintf("train-%05d", i), TaskGroup: "g", Class: "standard",
+			NodePool: pools[i%3], NodeID: "n", NodeName: "gpu", Devices: int64(1 + i%8), Queued: start.Add(-time.Minute),
+			Start: start, End: start.Add(time.Duration(1+i%5) * time.Hour), Outcome: ledger.OutcomeComplete, ModifyIndex: uint64(i + 1)})
+	}
+	must.NoError(tb, db.Ingest(ctx, segs, benchSegments))
+	for h := 30 * 24; h >= 0; h-- {
+		var stock []ledger.Stock
+		for i, p := range pools {
+			stock = append(stock, ledger.Stock{PoolModel: ledger.PoolModel{Pool: p, Model: "nvidia/gpu/H200"},
+				Total: 64, Down: int64(h % 3), Waiting: int64((h + i) % 7)})
+		}
+		must.NoError(tb, db.SampleCapacity(ctx, stock, now.Add(-time.Duration(h)*time.Hour)))
+	}
+	entries := make([]ledger.Entry, 0, benchAudit)
+	for i := 0; i < benchAudit; i++ {
+		entries = append(entries, ledger.Entry{Time: now.Add(-month + time.Duration(i)*(month/benchAudit)), Kind: ledger.KindNamespaceMeta,
+			Actor: "acc", ActorName: "alice", Namespace: fmt.Sprintf("team-%02d", i%20), Subject: "allot.quota.gpu",
+			Old: fmt.Sprintf("allot.quota.gpu=%q\n", fmt.Sprint(i)), New: fmt.Sprintf("allot.quota.gpu=%q\n", fmt.Sprint(i+1))})
+	}
+	must.NoError(tb, db.Append(ctx, entries...))
+
+	nss := make([]*api.Namespace, 20)
+	for i := range nss {
+		nss[i] = &api.Namespace{Name: fmt.Sprintf("team-%02d", i)}
+	}
+	store := cluster.NewStore(quota.NewBook([]string{"low", "standard", "high"}), nil)
+	store.SetNamespaces(nss)
+	store.Reset(&cluster.Initial{})
+	s := &server.Server{Plans: fixedPlan{&engine.Plan{Verdicts: map[string]*engine.Verdict{}}}, Store: store, Proxy: newFakeNomad(),
+		Auth: fakeAuth{t: tb}, Log: hclog.NewNullLogger(), Now: func() time.Time { return now },
+		Ledger: &ledger.API{DB: db, Rates: ledger.Rates{Currency: "EUR", Devices: map[string]float64{"nvidia/gpu/H200": 4}}}}
+	return s.Handler()
+}
+
+// reportPages are the pages BenchmarkReportPages renders.
+var reportPages = []string{"/ui/usage?window=30d&by=tenant", "/ui/usage?window=30d&by=pool", "/ui/capacity?window=30d",
+	"/ui/audit?window=30d", "/ui/audit?window=30d&tenant=team-07", "/ui/audit"}
+
+// TestBigReportPages checks what BenchmarkReportPages renders.
+func TestBigReportPages(t *testing.T) {
+	h := bigLedgerGovernor(t, time.Now().UTC())
+	ck := handlerSession(t, h, "root")
+	want := map[string][]string{
+		reportPages[0]: {"<td>team-19</td>", `id="cost-table"`},
+		reportPages[1]: {"<td>h200</td>", "<td>l4</td>"},
+		reportPages[2]: {"<td>h200</td><td>nvidia/gpu/H200</td>", `id="shortest"`},
+		reportPages[3]: {"200 of 10000 entries"},
+		reportPages[4]: {"200 of 500 entries"},
+		reportPages[5]: {"200 of 333 entries"}, // the default window, 24 hours
+	}
+	for _, path := range reportPages {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		must.Eq(t, http.StatusOK, rec.Code, must.Sprint(path))
+		for _, s := range want[path] {
+			must.StrContains(t, rec.Body.String(), s, must.Sprint(path))
+		}
+		if strings.HasPrefix(path, "/ui/audit") {
+			must.Eq(t, 200, strings.Count(rec.Body.String(), "<tr data-seq="), must.Sprint(path))
+		}
+	}
+}
+
+// BenchmarkReportPages measures the server time of the usage, capacity
+// and audit views over a month of a busy ledger (10,000 allocations,
+// hourly capacity samples, 10,000 audit entries), signed in as an
+// operator; it reports the p95 of its iterations as p95-ms.
+func BenchmarkReportPages(b *testing.B) {
+	for _, path := range reportPages {
+		b.Run(strings.TrimPrefix(path, "/ui/"), func(b *testing.B) {
+			h := bigLedgerGovernor(b, time.Now().UTC())
+			ck := handlerSession(b, h, "root")
+			times := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				req.AddCookie(ck)
+				rec := httptest.NewRecorder()
+				start := time.Now()
+				h.ServeHTTP(rec, req)
+				times = append(times, time.Since(start))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+			b.StopTimer()
+			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+			b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
+		})
+	}
+}
