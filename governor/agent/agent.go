@@ -75,6 +75,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	srv := &server.Server{Plans: rec, Store: store, Proxy: px, Metrics: m, Log: log.Named("server"), Auth: authn,
 		Engine: rec.Config, Now: time.Now, Debug: cfg.EnableDebug, Classes: rec.Config.Classes, Journal: &rec.Journal,
 		RequireClientCert: cfg.Nomad.RequireClientCert(),
+		Actuator:          act, // POST /allot/v1/jobs/<ns>/<id>/requeue: the same requeue path as preemption and idle reclaims
 		Timeouts:          server.Timeouts{Read: cfg.HTTP.ReadTimeout, Write: cfg.HTTP.WriteTimeout}}
 	if lead != nil {
 		srv.HA = lead
