@@ -52,9 +52,16 @@ func TestE2E_HAElector(t *testing.T) {
 		})
 		t.Run("partition fences the leader before the standby takes over with "+name, func(t *testing.T) {
 			t.Parallel()
-			testPartition(t, addr, s)
+			testPartition(t, addr, s, false)
 		})
 	}
+
+	// consul#18271's shape: the link to Consul hangs instead of failing, so
+	// the leader's blocking query and renewals just wait.
+	t.Run("stalled link fences the leader before the standby takes over", func(t *testing.T) {
+		t.Parallel()
+		testPartition(t, addr, withCheck, true)
+	})
 
 	t.Run("resign hands over at once", func(t *testing.T) {
 		t.Parallel()
@@ -124,10 +131,10 @@ func testCrashFailover(t *testing.T, addr string, s settings) {
 }
 
 // testPartition cuts the leader off from Consul (its TCP proxy drops every
-// connection): it must stop leading at its lease deadline, before the
-// standby's term starts; healed, it comes back as a standby of the newer
-// term.
-func testPartition(t *testing.T, addr string, s settings) {
+// connection, or with stall holds every byte): it must stop leading at its
+// lease deadline, before the standby's term starts; healed, it comes back
+// as a standby of the newer term.
+func testPartition(t *testing.T, addr string, s settings, stall bool) {
 	key := testKey(t)
 	a := startCandidate(t, addr, key, "a", s, true)
 	b := startCandidate(t, addr, key, "b", s, true)
@@ -135,10 +142,14 @@ func testPartition(t *testing.T, addr string, s settings) {
 	leader, standby := []*candidate{a, b}[i], []*candidate{a, b}[1-i]
 
 	broke := time.Now()
-	leader.proxy.Break()
+	if stall {
+		leader.proxy.Stall()
+	} else {
+		leader.proxy.Break()
+	}
 	_, term := standby.waitLeads(crashBound(s), broke, "the standby to lead after the partition")
 	oldEnd := old.Deadline() // no renewal got through since the break: final
-	t.Logf("%s: old lease ended %s after the break; new term started %s after it (gap %s)", s,
+	t.Logf("%s stall=%v: old lease ended %s after the cut; new term started %s after it (gap %s)", s, stall,
 		oldEnd.Sub(broke), term.Start.Sub(broke), term.Start.Sub(oldEnd))
 
 	// The fence: the partitioned leader stopped leading at its deadline,

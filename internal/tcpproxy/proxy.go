@@ -1,13 +1,14 @@
 // Package tcpproxy is a small loopback TCP proxy for failure tests: put it
 // between a process and a server it depends on (the governor and Consul or
 // Nomad), then Break the link (every open connection dropped, new ones
-// closed at once) and Heal it.
+// closed at once) or Stall it (connections stay open but no byte passes:
+// requests hang, as across a network partition that drops packets), and
+// Heal it.
 package tcpproxy
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 )
@@ -22,7 +23,13 @@ type Proxy struct {
 	broken bool
 	closed bool
 	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
+	// flow is closed while bytes may pass; Stall replaces it with an open
+	// channel that Heal closes.
+	flow chan struct{}
+	// dropped is closed (and replaced) by Break and Close, to wake
+	// forwarders waiting on a stalled link.
+	dropped chan struct{}
+	wg      sync.WaitGroup
 }
 
 // New listens on a free 127.0.0.1 port and forwards to target ("host:port";
@@ -40,7 +47,8 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcpproxy: listening: %w", err)
 	}
-	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{},
+		flow: closedChan(), dropped: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -64,11 +72,63 @@ func (p *Proxy) Break() {
 	}
 }
 
-// Heal forwards new connections again.
+// Stall stops every byte in both directions on open and new connections,
+// which stay open (a client's request hangs until its own timeout), until
+// Heal.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalledLocked() {
+		return
+	}
+	p.flow = make(chan struct{})
+}
+
+// Heal ends a Break or a Stall: new connections are forwarded again, and
+// the bytes held by a stall pass on.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.broken = false
+	if p.stalledLocked() {
+		close(p.flow)
+	}
+}
+
+// Stalled reports whether the link is stalled.
+func (p *Proxy) Stalled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalledLocked()
+}
+
+func (p *Proxy) stalledLocked() bool {
+	select {
+	case <-p.flow:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitFlow blocks while the link is stalled; it returns false when the
+// connection was dropped meanwhile (Break or Close).
+func (p *Proxy) waitFlow() bool {
+	p.mu.Lock()
+	flow, dropped := p.flow, p.dropped
 	p.mu.Unlock()
+	select {
+	case <-flow:
+		return true
+	case <-dropped:
+		return false
+	}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 // Broken reports whether the link is broken.
@@ -94,6 +154,8 @@ func (p *Proxy) Close() error {
 }
 
 func (p *Proxy) takeConnsLocked() []net.Conn {
+	close(p.dropped) // wake forwarders held by a stall
+	p.dropped = make(chan struct{})
 	conns := make([]net.Conn, 0, len(p.conns))
 	for c := range p.conns {
 		conns = append(conns, c)
@@ -134,7 +196,7 @@ func (p *Proxy) serve(client net.Conn) {
 	}
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		p.copy(dst, src)
 		done <- struct{}{}
 	}
 	go pipe(upstream, client)
@@ -143,6 +205,26 @@ func (p *Proxy) serve(client net.Conn) {
 	p.drop(client)
 	p.drop(upstream)
 	<-done
+}
+
+// copy forwards src to dst until either fails, holding each chunk while
+// the link is stalled.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.waitFlow() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // track registers an open connection; it refuses while broken or closed.

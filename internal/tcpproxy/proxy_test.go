@@ -127,3 +127,58 @@ func TestCloseDropsConnections(t *testing.T) {
 	_, err = net.Dial("tcp", p.Addr())
 	must.Error(t, err)
 }
+
+// expectSilence asserts that nothing arrives on c within a short read
+// deadline (the stall holds the bytes).
+func expectSilence(t *testing.T, r *bufio.Reader, c net.Conn) {
+	t.Helper()
+	must.NoError(t, c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err := r.ReadString('\n')
+	var ne net.Error
+	must.True(t, errors.As(err, &ne) && ne.Timeout(), must.Sprintf("want a read timeout, got %v", err))
+}
+
+func TestStallHoldsBytesUntilHeal(t *testing.T) {
+	p := newProxy(t)
+	open := dial(t, p)
+	_, err := roundTrip(open, "before")
+	must.NoError(t, err)
+
+	p.Stall()
+	must.True(t, p.Stalled())
+	late := dial(t, p) // a new connection is accepted but hears nothing either
+	for _, c := range []net.Conn{open, late} {
+		_, err := io.WriteString(c, "held\n")
+		must.NoError(t, err)
+	}
+	readers := []*bufio.Reader{bufio.NewReader(open), bufio.NewReader(late)}
+	expectSilence(t, readers[0], open)
+	expectSilence(t, readers[1], late)
+
+	p.Heal()
+	must.False(t, p.Stalled())
+	for i, c := range []net.Conn{open, late} {
+		must.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+		got, err := readers[i].ReadString('\n')
+		must.NoError(t, err)
+		must.Eq(t, "held\n", got)
+	}
+}
+
+func TestBreakDuringStallDropsHeldConnections(t *testing.T) {
+	p := newProxy(t)
+	c := dial(t, p)
+	p.Stall()
+	_, err := io.WriteString(c, "held\n")
+	must.NoError(t, err)
+	p.Break()
+	must.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, err = bufio.NewReader(c).ReadString('\n')
+	must.Error(t, err)
+	var ne net.Error
+	must.False(t, errors.As(err, &ne) && ne.Timeout(), must.Sprint("the held connection should be dropped"))
+	p.Heal()
+	got, err := roundTrip(dial(t, p), "again")
+	must.NoError(t, err)
+	must.Eq(t, "again\n", got)
+}
