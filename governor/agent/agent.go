@@ -88,7 +88,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	elect, stopElection := context.WithCancel(context.Background())
 	defer stopElection()
 	if lead != nil {
-		startHA(ctx, elect, lead, &cluster.NomadSource{Client: client}, store, lg, m, log.Named("ha"))
+		startHA(ctx, elect, lead, &cluster.NomadSource{Client: client}, store, rec, lg, m, log.Named("ha"))
 	}
 	startIdle(ctx, cfg, client, store, act, governed, lg, m, srv, log)
 
@@ -104,7 +104,9 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	errCh := make(chan error, 1)
 	go func() { errCh <- serve(hs, ln) }()
 	go watcher.Run(ctx)
-	go rec.Run(ctx)
+	if lead == nil {
+		go rec.Run(ctx) // under HA the term loop runs it (harun.go)
+	}
 	log.Info("governor running", "listen", ln.Addr().String(), "tls", tc != nil, "client_certs", tc != nil && tc.ClientCAs != nil,
 		"nomad", cfg.Nomad.Address)
 	if ready != nil {

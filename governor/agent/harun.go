@@ -14,6 +14,7 @@ import (
 	"github.com/allot-sh/allot/governor/ledger"
 	"github.com/allot-sh/allot/governor/metrics"
 	"github.com/allot-sh/allot/governor/proxy"
+	"github.com/allot-sh/allot/governor/reconcile"
 )
 
 // haPoll is how often the term loop looks at the lease besides the
@@ -164,14 +165,37 @@ func proxyLeadership(l *leadership) proxy.Leadership {
 	return l
 }
 
-// startHA starts the election and the term loop; the ledger's recorder,
-// when there is a ledger, runs on the leader only, one term at a time.
-func startHA(ctx, elect context.Context, l *leadership, src cluster.Source, store *cluster.Store, lg *ledger.Service,
-	m *metrics.Metrics, log hclog.Logger) {
+// startHA starts the election and the term loop. The leader runs the
+// decision loop (on every change, as a single governor does) and the
+// ledger's recorder, one term at a time; a standby runs a preview cycle
+// every cycle interval, so its reads stay fresh (its actuator writes
+// nothing).
+func startHA(ctx, elect context.Context, l *leadership, src cluster.Source, store *cluster.Store, rec *reconcile.Reconciler,
+	lg *ledger.Service, m *metrics.Metrics, log hclog.Logger) {
 	leader, term := haGauges(m.Registry)
 	h := &haRuntime{l: l, source: src, store: store, log: log, leader: leader, term: term}
-	if lg != nil {
-		h.leaderOnly = lg.Recorder.Run
+	h.leaderOnly = func(ctx context.Context) {
+		go rec.Run(ctx)
+		if lg != nil {
+			lg.Recorder.Run(ctx)
+		}
 	}
 	go h.run(ctx, elect)
+	go h.preview(ctx, rec)
+}
+
+// preview cycles every interval while this governor does not lead.
+func (h *haRuntime) preview(ctx context.Context, rec *reconcile.Reconciler) {
+	tick := time.NewTicker(rec.Interval)
+	defer tick.Stop()
+	for {
+		if _, leading := h.l.term(); !leading && h.store.Synced() {
+			rec.Cycle(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -359,10 +359,21 @@ func (e *haEnv) trial(kind string) trialResult {
 	if at, ok := firstWriteOf(e.log.snapshot(), newTerm); ok {
 		res.firstWrite = at.Sub(injected)
 	}
-	admitted := admissions(e.log.snapshot())
+	// The recorder logs a write once Nomad's answer has passed back, a
+	// moment after Nomad stored it: wait for the log to hold every
+	// admission, then count them.
+	var admitted map[string]int
+	e.c.Eventually(30*time.Second, "every admission in the write log", func() error {
+		admitted = admissions(e.log.snapshot())
+		for _, s := range subs {
+			if admitted[haNS+"/"+s.id] == 0 {
+				return fmt.Errorf("no admitting write of %s logged yet", s.id)
+			}
+		}
+		return nil
+	})
 	for _, s := range subs {
 		n := admitted[haNS+"/"+s.id]
-		must.Positive(e.t, n, must.Sprintf("job %s was admitted", s.id))
 		must.LessEq(e.t, s.attempts, n, must.Sprintf("job %s admitted %d times for %d registrations: double admission", s.id, n, s.attempts))
 	}
 	must.LessEq(e.t, haLimitCPU, e.peakUsage(), must.Sprint("the tenant never ran over its limit"))
