@@ -37,7 +37,7 @@ func TestE2E_ConsulDevAgent(t *testing.T) {
 	resp, err = client.Get(c.URL() + "/v1/agent/self")
 	must.NoError(t, err)
 	var self struct {
-		Config struct{ Version string }
+		Config      struct{ Version string }
 		DebugConfig struct {
 			DisableUpdateCheck bool
 			BindAddr           string
