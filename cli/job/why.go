@@ -1,6 +1,6 @@
 // Package job implements `allotctl job why`: the governor's decision trace
 // for one job — its state, place in the queue, and every admission check
-// with its numbers.
+// with its numbers; and `allotctl job requeue` (requeue.go).
 package job
 
 import (
@@ -14,11 +14,11 @@ import (
 	"github.com/allot-sh/allot/governor/allotapi"
 )
 
-// Command returns the `job` noun with `why`.
+// Command returns the `job` noun with `why` and `requeue`.
 func Command() *cli.Command {
 	return &cli.Command{
 		Name:  "job",
-		Usage: "explain governed jobs",
+		Usage: "explain and requeue governed jobs",
 		Subcommands: []*cli.Command{{
 			Name:      "why",
 			Usage:     "show why a job is queued or admitted: the governor's decision trace",
@@ -27,7 +27,7 @@ func Command() *cli.Command {
 				"  allotctl job why -namespace ml-research train-gpu",
 			Flags:  cmdutil.ReadFlags(),
 			Action: whyAction,
-		}},
+		}, requeueCommand()},
 	}
 }
 
