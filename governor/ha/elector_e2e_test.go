@@ -140,6 +140,11 @@ func testPartition(t *testing.T, addr string, s settings, stall bool) {
 	b := startCandidate(t, addr, key, "b", s, true)
 	i, old := waitLeader(t, 10*time.Second, a, b)
 	leader, standby := []*candidate{a, b}[i], []*candidate{a, b}[1-i]
+	log := &writeLog{}
+	stopWriters := make(chan struct{})
+	for _, c := range []*candidate{a, b} {
+		go log.write(c.e, stopWriters)
+	}
 
 	broke := time.Now()
 	if stall {
@@ -161,6 +166,12 @@ func testPartition(t *testing.T, addr string, s settings, stall bool) {
 	must.True(t, stepDown.Before(term.Start), must.Sprint("the old leader must step down before the new term starts"))
 	must.False(t, stepDown.Before(oldEnd), must.Sprint("the old leader should lead until its lease deadline"))
 	must.Greater(t, old.Epoch, term.Epoch)
+
+	// Both electors wrote every few ms while Leading said so: no write of
+	// the old term comes after the new term's first.
+	waitFor(t, 5*time.Second, "a write in the new term", func() error { return log.wrote(term.Epoch) })
+	close(stopWriters)
+	must.NoError(t, log.check())
 
 	leader.proxy.Heal()
 	waitFor(t, crashBound(s), "the old leader to stand by in the new term", func() error {

@@ -207,3 +207,62 @@ func (c *candidate) waitLeads(timeout time.Duration, since time.Time, what strin
 	})
 	return at, term
 }
+
+// writeLog records the writes of simulated writers: each writes (its
+// epoch) every few milliseconds while its elector says it leads, as the
+// governor checks Leading right before each write.
+type writeLog struct {
+	mu     sync.Mutex
+	epochs []uint64 // in the order the writes happened
+}
+
+// write runs one writer until stop is closed.
+func (l *writeLog) write(e *Elector, stop <-chan struct{}) {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock() // the check and the append are one step, as a write that lands at once
+		if term, ok := e.Leading(); ok {
+			l.epochs = append(l.epochs, term.Epoch)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// wrote returns nil once a write of epoch was recorded.
+func (l *writeLog) wrote(epoch uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.epochs {
+		if e == epoch {
+			return nil
+		}
+	}
+	return fmt.Errorf("no write of epoch %d among %d writes", epoch, len(l.epochs))
+}
+
+// check returns an error for any write of an older epoch after a write of
+// a newer one.
+func (l *writeLog) check() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var max uint64
+	stale := 0
+	for _, e := range l.epochs {
+		if e < max {
+			stale++
+		}
+		if e > max {
+			max = e
+		}
+	}
+	if stale > 0 {
+		return fmt.Errorf("%d writes of an older term after a newer term's first write (of %d)", stale, len(l.epochs))
+	}
+	return nil
+}
