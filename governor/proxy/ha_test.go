@@ -48,13 +48,12 @@ func (l *fakeLead) Hold(epoch uint64) (func(), bool) {
 
 // leaderStub records what a standby forwards to the leader.
 type leaderStub struct {
-	mu      sync.Mutex
-	paths   []string
-	tokens  []string
-	fwdBy   []string
-	bodies  []string
-	srvURL  *url.URL
-	answers int
+	mu     sync.Mutex
+	paths  []string
+	tokens []string
+	fwdBy  []string
+	bodies []string
+	srvURL *url.URL
 }
 
 func newLeaderStub(t *testing.T) *leaderStub {
