@@ -22,9 +22,10 @@ var funcs = template.FuncMap{
 	"releaseURL": func(ns, id string) string {
 		return Prefix + "release/" + url.PathEscape(ns) + "/" + url.PathEscape(id)
 	},
-	"tenantURL": tenantURL,
-	"pct":       percent,
-	"hundred":   func(f float64) float64 { return 100 * f },
+	"requeueURL": requeueURL,
+	"tenantURL":  tenantURL,
+	"pct":        percent,
+	"hundred":    func(f float64) float64 { return 100 * f },
 }
 
 // formatRequest renders a resource map sorted by name: "cpu 4000 MHz,

@@ -43,6 +43,11 @@ type jobData struct {
 	// Released is the flash after one ("audited" or "unaudited").
 	CanRelease bool
 	Released   string
+	// CanRequeue offers the requeue form (requeue.go; the API decides on
+	// the POST); Requeued is the flash after one ("audited" or
+	// "unaudited").
+	CanRequeue bool
+	Requeued   string
 }
 
 // job serves /ui/jobs/<ns>/<id>. The namespace is checked before anything
@@ -80,6 +85,10 @@ func (c *Console) job(w http.ResponseWriter, q *Req) {
 		d.NomadStatus == "running" || d.NomadStatus == "pending"
 	if r := q.R.URL.Query().Get("released"); r == "audited" || r == "unaudited" {
 		d.Released = r
+	}
+	d.CanRequeue = canRequeue(q, &d)
+	if r := q.R.URL.Query().Get("requeued"); r == "audited" || r == "unaudited" {
+		d.Requeued = r
 	}
 	c.render(w, q, http.StatusOK, "job", "job.title", "", d)
 }

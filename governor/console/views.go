@@ -31,6 +31,7 @@ func (c *Console) viewTable() []View {
 		{Path: "tenants/", Nav: "nav.tenants", Serve: c.tenant},
 		{Path: "jobs/", Template: "job", Serve: c.job},
 		{Path: "release/", Serve: c.release},
+		{Path: "requeue/", Serve: c.requeue},
 		{Path: "usage", Nav: "nav.usage", Template: "usage", Serve: c.usage},
 		{Path: "usage.csv", Serve: c.usageCSV},
 		{Path: "idle", Nav: "nav.idle", Template: "idle", Serve: c.idleView},
