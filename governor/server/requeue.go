@@ -38,6 +38,14 @@ type Applier interface {
 	ApplyOne(ctx context.Context, d engine.Decision) (bool, error)
 }
 
+// LeaderForwarder is the proxy's HA routing for the governor's own writes
+// (governor/proxy.Proxy.ForwardToLeader): a standby forwards the request
+// to the leader (or answers 503) and reports true; the leader and a
+// single governor report false and handle it themselves.
+type LeaderForwarder interface {
+	ForwardToLeader(w http.ResponseWriter, r *http.Request) bool
+}
+
 // jobs routes /allot/v1/jobs/: POST .../requeue, else GET .../why.
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/requeue") {
@@ -53,7 +61,9 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 // task before it exits) and held in the queue again, so it resumes from
 // its checkpoint once the governor admits it again. The token must hold
 // submit-job in the namespace (checked before anything about the job is
-// looked up). Only the leader writes (HA): elsewhere 503 + Retry-After.
+// looked up). Only the leader writes (HA): a standby forwards the request
+// to the leader through the proxy, as admissions go (or answers 503 +
+// Retry-After).
 func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -64,6 +74,9 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		writeErr(w, http.StatusNotFound, "use POST /allot/v1/jobs/<namespace>/<job id>/requeue")
 		return
+	}
+	if f, ok := s.Proxy.(LeaderForwarder); ok && f.ForwardToLeader(w, r) {
+		return // a standby: the leader answered with the caller's token, or 503
 	}
 	c, err := s.Auth.Authenticate(r)
 	if err != nil {
@@ -169,8 +182,9 @@ func notRunning(j *engine.Job) string {
 }
 
 // leads answers 200 when this governor may write: a single governor, or
-// the HA leader. A standby answers 503 with Retry-After and the leader's
-// address, so a client retries there (or here after a failover).
+// the HA leader. A standby whose proxy did not forward the request (or
+// that lost the lead meanwhile) answers 503 with Retry-After and the
+// leader's address, so a client retries there (or here after a failover).
 func (s *Server) leads(w http.ResponseWriter) (int, string) {
 	if s.Actuator == nil {
 		return http.StatusServiceUnavailable, "this governor has no actuator: it cannot requeue jobs"

@@ -247,6 +247,32 @@ func TestRequeueOnAStandby(t *testing.T) {
 	must.SliceLen(t, 1, fa.got)
 }
 
+// forwardingProxy stands in for the proxy on a standby: it answers every
+// forwarded request itself, as the leader would.
+type forwardingProxy struct {
+	http.Handler
+	got []string
+}
+
+func (f *forwardingProxy) ForwardToLeader(w http.ResponseWriter, r *http.Request) bool {
+	f.got = append(f.got, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Nomad-Token"))
+	writeJSON(w, http.StatusOK, allotapi.RequeueResult{Namespace: "ml", JobID: "train", State: "queued", Actor: "from-leader"})
+	return true
+}
+
+func TestRequeueOnAStandbyIsForwardedToTheLeader(t *testing.T) {
+	fp := &forwardingProxy{Handler: http.NotFoundHandler()}
+	_, srv, fa := requeueServer(t, func(s *Server) {
+		s.Proxy = fp
+		s.HA = fakeHA{st: allotapi.Status{HA: true, Member: "g2", Leader: &allotapi.Member{ID: "g1"}}}
+	})
+	res, err := requeueAs(t, srv, "ml-write", "ml", "train", "")
+	must.NoError(t, err)
+	must.Eq(t, "from-leader", res.Actor)
+	must.Eq(t, []string{"POST /allot/v1/jobs/ml/train/requeue ml-write"}, fp.got)
+	must.SliceEmpty(t, fa.got, must.Sprint("the standby applies nothing itself"))
+}
+
 func TestRequeueRequestShape(t *testing.T) {
 	_, srv, fa := requeueServer(t, nil)
 	do := func(method, path, body string) (int, string) {
