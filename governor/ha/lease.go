@@ -102,7 +102,22 @@ func (l *lease) valid() bool {
 		return false
 	}
 	d := l.deadlineLocked()
-	return !d.IsZero() && l.clock.Now().Before(d)
+	return !d.IsZero() && remaining(l.clock.Now(), d) > 0
+}
+
+// remaining is the time left until deadline d, the smaller of what the
+// monotonic clock and the wall clock say. The monotonic reading decides
+// normally; the wall clock catches a host that was suspended (Linux's
+// CLOCK_MONOTONIC, Go's monotonic clock, stands still then, the wall clock
+// is set right on resume). A wall clock stepped back cannot extend the
+// lease (the monotonic bound still holds); one stepped forward only ends
+// it early.
+func remaining(now, d time.Time) time.Duration {
+	mono := d.Sub(now)
+	if wall := d.Round(0).Sub(now.Round(0)); wall < mono {
+		return wall
+	}
+	return mono
 }
 
 // end ends the lease for good (loss, fence or resignation); it is
@@ -128,7 +143,7 @@ func (l *lease) watch() (time.Time, <-chan struct{}) {
 func (l *lease) expired(stop <-chan struct{}) bool {
 	for {
 		d, moved := l.watch()
-		wait := d.Sub(l.clock.Now())
+		wait := remaining(l.clock.Now(), d)
 		if d.IsZero() || wait <= 0 {
 			return true
 		}

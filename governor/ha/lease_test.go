@@ -153,3 +153,15 @@ func TestTermContext(t *testing.T) {
 	defer zcancel()
 	<-zctx.Done() // the zero term's context is over at once
 }
+
+// TestRemainingUsesTheWallClockToo: with both readings the monotonic
+// one counts; a time known only by its wall reading (as after a suspend,
+// when only the wall clock moved) is compared by wall, and a wall clock
+// 20 s ahead ends the lease.
+func TestRemainingUsesTheWallClockToo(t *testing.T) {
+	now := time.Now() // carries a monotonic reading
+	d := now.Add(9 * time.Second)
+	must.Eq(t, 9*time.Second, remaining(now, d))
+	must.Eq(t, 9*time.Second, remaining(now.Round(0), d))
+	must.Negative(t, remaining(now.Round(0).Add(20*time.Second), d))
+}
