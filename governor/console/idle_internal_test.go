@@ -46,6 +46,8 @@ func TestUsageTableMatchesCLI(t *testing.T) {
 		gh, gr := UsageTable(ua)
 		must.Eq(t, wh, gh)
 		must.Eq(t, wr, gr)
+		// The page's header is the same columns, in English as the CLI's.
+		must.Eq(t, wh, usageHeader(Lang{Code: LangEN}, by))
 	}
 }
 
@@ -59,6 +61,10 @@ func TestRuntimeKeysInCatalogue(t *testing.T) {
 	for _, g := range usageGroupings {
 		keys = append(keys, "by."+g)
 	}
+	for _, g := range []string{"tenant", "model", "pool", "job", "class", "node"} { // every -by of the ledger
+		keys = append(keys, groupColumn(g))
+	}
+	keys = append(keys, usageColumns...)
 	for _, k := range auditKinds {
 		keys = append(keys, "audit.kind."+auditKindKey(k))
 	}

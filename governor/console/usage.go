@@ -158,7 +158,8 @@ func (c *Console) usage(w http.ResponseWriter, q *Req) {
 		return
 	}
 	d.CSVURL = Prefix + "usage.csv?" + p.Encode()
-	d.Header, d.Rows = UsageTable(ua)
+	_, d.Rows = UsageTable(ua)
+	d.Header = usageHeader(q.L, ua.By)
 	d.Bars, d.ChartH = usageChart(ua)
 	var ca ledger.CostAnswer
 	if err := c.api(q, "/allot/v1/cost?"+p.Encode(), &ca); err == nil {
@@ -232,6 +233,32 @@ func UsageTable(out ledger.UsageAnswer) ([]string, [][]string) {
 		rows = append(rows, r)
 	}
 	return header, rows
+}
+
+// usageColumns are the catalogue keys of UsageTable's number columns.
+var usageColumns = []string{"usage.col.allocs", "usage.devh", "usage.col.used", "usage.col.run", "usage.col.wait",
+	"usage.col.failed", "usage.col.preempted", "usage.col.restarts", "usage.col.lost"}
+
+// usageHeader is UsageTable's header in the page's language (the CSV
+// keeps allotctl's English one).
+func usageHeader(l Lang, by []string) []string {
+	var out []string
+	for _, b := range keyColumns(by) {
+		out = append(out, l.T(groupColumn(b)))
+	}
+	for _, k := range usageColumns {
+		out = append(out, l.T(k))
+	}
+	return out
+}
+
+// groupColumn is the catalogue key of a grouping column's title.
+func groupColumn(by string) string {
+	switch by {
+	case "tenant", "model", "pool":
+		return "col." + by
+	}
+	return "usage.col." + by
 }
 
 // keyColumns is by, with tenant added in front where job needs it.

@@ -224,6 +224,11 @@ func TestE2E_Console(t *testing.T) {
 			if v.name == "queue" || v.name == "tenant" {
 				screenshot(t, ops, v.name+"-zh")
 			}
+			if v.name == "usage" {
+				head, err := ops.Headers("#usage-table")
+				must.NoError(t, err)
+				must.Eq(t, []string{"租户", "分配数", "设备小时", "实际使用设备小时", "运行小时", "等待小时", "失败", "被抢占", "重启", "损失工作小时"}, head)
+			}
 		}
 		e.page(ops, "/ui/queue?lang=en")
 		lang, err := ops.Attr("html", "lang")
@@ -232,16 +237,18 @@ func TestE2E_Console(t *testing.T) {
 	})
 
 	t.Run("a phone-width viewport has no horizontal scroll", func(t *testing.T) {
-		must.NoError(t, tenant.SetViewport(390, 844, true))
-		defer func() { must.NoError(t, tenant.SetViewport(1280, 900, false)) }()
-		for _, v := range consoleViews {
-			e.page(tenant, v.path)
-			over, err := tenant.HorizontalOverflow()
-			must.NoError(t, err)
-			must.Zero(t, over, must.Sprintf("%s is %d px wider than a 390 px phone", v.path, over))
-			if v.name == "queue" {
-				screenshot(t, tenant, "queue-phone")
+		for who, b := range map[string]*browser.Browser{"management": ops, "team-a": tenant} {
+			must.NoError(t, b.SetViewport(390, 844, true))
+			for _, v := range consoleViews {
+				e.page(b, v.path)
+				over, err := b.HorizontalOverflow()
+				must.NoError(t, err)
+				must.Zero(t, over, must.Sprintf("%s: %s is %d px wider than a 390 px phone", who, v.path, over))
+				if v.name == "queue" && who == "team-a" {
+					screenshot(t, b, "queue-phone")
+				}
 			}
+			must.NoError(t, b.SetViewport(1280, 900, false))
 		}
 	})
 	t.Logf("console e2e done in %s", time.Since(start).Round(time.Second))
