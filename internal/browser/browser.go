@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -30,9 +31,15 @@ type Browser struct {
 	profile string
 	timeout time.Duration
 
+	cmd *exec.Cmd // the browser's process, leader of its own group
+
 	mu     sync.Mutex
 	events []string // console errors, exceptions and error log entries
 }
+
+// groupExitWait bounds how long Close waits for the browser's processes
+// to be gone before it removes the profile.
+const groupExitWait = 10 * time.Second
 
 // New starts a browser for a test and closes it (and removes its profile)
 // when the test ends. A missing browser fails the test with InstallHint:
@@ -64,7 +71,11 @@ func Start(opts Options) (*Browser, error) {
 		return nil, fmt.Errorf("creating browser profile directory: %w", err)
 	}
 	b := &Browser{profile: profile, timeout: opts.ActionTimeout}
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), allocatorOptions(path, profile, opts)...)
+	aopts := append(allocatorOptions(path, profile, opts), chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+		ownGroup(cmd)
+		b.cmd = cmd
+	}))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), aopts...)
 	var ctxOpts []chromedp.ContextOption
 	if opts.Logf != nil {
 		ctxOpts = append(ctxOpts, chromedp.WithLogf(opts.Logf), chromedp.WithErrorf(opts.Logf))
@@ -117,11 +128,25 @@ func allocatorOptions(path, profile string, opts Options) []chromedp.ExecAllocat
 	return o
 }
 
-// Close stops the browser and removes its profile directory.
+// Close stops the browser and removes its profile directory. The browser's
+// helper processes outlive it briefly and write into the profile as they
+// exit, so Close kills its process group and waits (up to groupExitWait)
+// until none is left before removing the directory.
 func (b *Browser) Close() {
 	if b.cancel != nil {
 		b.cancel()
 		b.cancel = nil
+	}
+	if b.cmd != nil && b.cmd.Process != nil {
+		pgid := b.cmd.Process.Pid
+		deadline := time.Now().Add(groupExitWait)
+		ticker := time.NewTicker(20 * time.Millisecond)
+		for groupAlive(pgid) && time.Now().Before(deadline) {
+			killGroup(pgid)
+			<-ticker.C
+		}
+		ticker.Stop()
+		b.cmd = nil
 	}
 	if b.profile != "" {
 		os.RemoveAll(b.profile)

@@ -186,7 +186,10 @@ func TestE2E_Browser(t *testing.T) {
 		}))
 		must.Eq(t, "no", reached)
 	})
+	pgid := b.cmd.Process.Pid
+	must.True(t, groupAlive(pgid))
 	b.Close()
+	must.False(t, groupAlive(pgid), must.Sprint("a browser process outlived Close"))
 	must.DirNotExists(t, profile)
 }
 
