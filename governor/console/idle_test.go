@@ -59,6 +59,13 @@ func TestIdleExemptionValidatedWrittenAndRefused(t *testing.T) {
 		})
 	}
 
+	// Without the session's CSRF token nothing is written.
+	noCSRF := form("ml", "notebook", "48h", "x")
+	noCSRF.Del("csrf")
+	status, _, _ := b.post("/ui/idle/exempt", noCSRF)
+	must.Eq(t, http.StatusForbidden, status)
+	must.SliceEmpty(t, fn.written())
+
 	status, _, resp := b.post("/ui/idle/exempt", form("ml", "notebook", "48h", "demo; tomorrow"))
 	must.Eq(t, http.StatusSeeOther, status)
 	must.Eq(t, "/ui/idle?exempted=ml%2Fnotebook", resp.Header.Get("Location"))
