@@ -55,6 +55,38 @@ func TestE2E_Console(t *testing.T) {
 		}
 	})
 
+	t.Run("the report views show the cluster", func(t *testing.T) {
+		// Capacity: the gpu pool's H200s, up and partly allocated.
+		e.c.Eventually(30*time.Second, "capacity of the gpu pool", func() error {
+			e.page(ops, "/ui/capacity?window=1h")
+			rows, err := ops.Table("#capacity-table")
+			if err != nil || len(rows) != 1 || rows[0][0] != "gpu" || rows[0][1] != "nvidia/gpu/H200" ||
+				rows[0][2] == "0.000" || rows[0][3] == "0.000" {
+				return fmt.Errorf("capacity rows %q (%v)", rows, err)
+			}
+			return nil
+		})
+		// Idle: a-train is a candidate with its evidence.
+		e.page(ops, "/ui/idle")
+		rows, err := ops.Table("#idle-candidates")
+		must.NoError(t, err)
+		must.Eq(t, "team-a", rows[0][0])
+		must.Eq(t, "a-train", rows[0][1])
+		must.StrHasPrefix(t, "idle-held", rows[0][4])
+		must.StrContains(t, rows[0][9], "samples")
+		// Usage: both tenants for the operator, team-a alone for team-a.
+		for who, want := range map[*browser.Browser][]string{ops: {"team-a", "team-b"}, tenant: {"team-a"}} {
+			e.page(who, "/ui/usage?window=1h&by=tenant")
+			rows, err := who.Table("#usage-table")
+			must.NoError(t, err)
+			var got []string
+			for _, r := range rows {
+				got = append(got, r[0])
+			}
+			must.SliceContainsAll(t, want, got)
+		}
+	})
+
 	t.Run("queue positions equal allotctl queue -json", func(t *testing.T) {
 		for who, b := range map[string]*browser.Browser{"management": ops, "team-a": tenant} {
 			e.page(b, "/ui/queue")
