@@ -109,6 +109,9 @@ type AuditQuery struct {
 	// Kind keeps entries whose kind starts with it.
 	Kind  string
 	Limit int
+	// Newest makes Limit keep the newest entries instead of the oldest
+	// (they are still returned oldest first).
+	Newest bool
 }
 
 // Entries returns the entries that match q, oldest first.
@@ -134,6 +137,10 @@ func (d *DB) Entries(ctx context.Context, q AuditQuery) ([]Entry, error) {
 	}
 	query := `SELECT seq, ts_ms, kind, actor, actor_name, namespace, subject, old_value, new_value, detail, prev_hash, hash
 		FROM audit WHERE ` + strings.Join(where, " AND ") + ` ORDER BY seq`
+	newest := q.Newest && q.Limit > 0
+	if newest {
+		query += " DESC"
+	}
 	if q.Limit > 0 {
 		query += " LIMIT " + strconv.Itoa(q.Limit)
 	}
@@ -141,7 +148,13 @@ func (d *DB) Entries(ctx context.Context, q AuditQuery) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading audit entries: %w", err)
 	}
-	return scanEntries(rows)
+	es, err := scanEntries(rows)
+	if newest {
+		for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+			es[i], es[j] = es[j], es[i]
+		}
+	}
+	return es, err
 }
 
 func scanEntries(rows *sql.Rows) ([]Entry, error) {

@@ -105,10 +105,28 @@ func (a *API) Serve(kind string, w http.ResponseWriter, r *http.Request, c Calle
 	}
 }
 
+// audit answers /allot/v1/audit. Besides the window and kind it takes
+// namespace (one namespace, within the caller's) and limit (the newest n
+// entries, still oldest first).
 func (a *API) audit(ctx context.Context, r *http.Request, q Query, c Caller) (AuditAnswer, error) {
-	aq := AuditQuery{Since: q.Since, Until: q.Until, Namespaces: q.Namespaces, Kind: r.URL.Query().Get("kind")}
-	if r.URL.Query().Get("since") == "" {
+	v := r.URL.Query()
+	aq := AuditQuery{Since: q.Since, Until: q.Until, Namespaces: q.Namespaces, Kind: v.Get("kind")}
+	if v.Get("since") == "" {
 		aq.Since = time.Time{}
+	}
+	if ns := v.Get("namespace"); ns != "" {
+		// A namespace the caller may not read matches nothing.
+		aq.Namespaces = []string{}
+		if q.Namespaces == nil || contains(q.Namespaces, ns) {
+			aq.Namespaces = []string{ns}
+		}
+	}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 {
+			return AuditAnswer{}, fmt.Errorf("%w: limit %q is not a positive number", ErrBadQuery, l)
+		}
+		aq.Limit, aq.Newest = n, true
 	}
 	es, err := a.DB.Entries(ctx, aq)
 	if err != nil {
