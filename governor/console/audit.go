@@ -42,8 +42,11 @@ type auditData struct {
 	Kind    string
 	Kinds   []choice
 	Entries []auditRow
-	// Matched is how many entries matched before auditShown cut them.
-	Matched int
+	// More is set when the window holds more matching entries than
+	// auditShown.
+	More bool
+	// Shown is auditShown, for the page.
+	Shown int
 	// Verified is the chain check's result, for management tokens that
 	// asked for it (?verify=1).
 	Verified    bool
@@ -78,10 +81,16 @@ func (c *Console) auditView(w http.ResponseWriter, q *Req) {
 		}
 		sort.Strings(d.Tenants)
 	}
+	// The API filters (tenant, kind) and keeps the newest auditShown+1
+	// entries: one more tells whether the window holds more.
 	p := win.params()
 	if d.Kind != "" {
 		p.Set("kind", d.Kind)
 	}
+	if d.Tenant != "" {
+		p.Set("namespace", d.Tenant)
+	}
+	p.Set("limit", strconv.Itoa(auditShown+1))
 	self := url.Values{"window": {win.Code}, "tenant": {d.Tenant}, "kind": {d.Kind}, "verify": {"1"}}
 	d.VerifyURL = Prefix + "audit?" + self.Encode()
 	if d.CanVerify && (v.Get("verify") == "1") {
@@ -95,9 +104,9 @@ func (c *Console) auditView(w http.ResponseWriter, q *Req) {
 	if aa.Verified != nil {
 		d.Verified, d.VerifiedN, d.VerifyError = true, *aa.Verified, aa.VerifyError
 	}
-	es := auditFilter(aa.Entries, d.Tenant)
-	d.Matched = len(es)
-	if len(es) > auditShown {
+	es := newestFirst(aa.Entries)
+	d.Shown, d.More = auditShown, len(es) > auditShown
+	if d.More {
 		es = es[:auditShown]
 	}
 	for _, e := range es {
@@ -106,14 +115,11 @@ func (c *Console) auditView(w http.ResponseWriter, q *Req) {
 	c.render(w, q, http.StatusOK, "audit", "audit.title", "", d)
 }
 
-// auditFilter keeps the entries of tenant ("" keeps all), newest first.
-// The API has already dropped every namespace the caller may not read.
-func auditFilter(es []ledger.Entry, tenant string) []ledger.Entry {
+// newestFirst reverses the API's oldest-first entries.
+func newestFirst(es []ledger.Entry) []ledger.Entry {
 	out := make([]ledger.Entry, 0, len(es))
 	for i := len(es) - 1; i >= 0; i-- {
-		if tenant == "" || es[i].Namespace == tenant {
-			out = append(out, es[i])
-		}
+		out = append(out, es[i])
 	}
 	return out
 }

@@ -99,9 +99,9 @@ func TestBigReportPages(t *testing.T) {
 		reportPages[0]: {"<td>team-19</td>", `id="cost-table"`},
 		reportPages[1]: {"<td>h200</td>", "<td>l4</td>"},
 		reportPages[2]: {"<td>h200</td><td>nvidia/gpu/H200</td>", `id="shortest"`},
-		reportPages[3]: {"200 of 1000 entries"},
-		reportPages[4]: {"50 of 50 entries"},
-		reportPages[5]: {"33 of 33 entries"}, // the default window, 24 hours
+		reportPages[3]: {"200 entries, newest first", "Only the newest 200 are shown"},
+		reportPages[4]: {"50 entries, newest first"},
+		reportPages[5]: {"33 entries, newest first"}, // the default window, 24 hours
 	}
 	for _, path := range reportPages {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -113,7 +113,15 @@ func TestBigReportPages(t *testing.T) {
 			must.StrContains(t, rec.Body.String(), s, must.Sprint(path))
 		}
 		if path == reportPages[3] {
-			must.Eq(t, 200, strings.Count(rec.Body.String(), "<tr data-seq="), must.Sprint("the newest 200 are shown"))
+			body := rec.Body.String()
+			must.Eq(t, 200, strings.Count(body, "<tr data-seq="), must.Sprint("the newest 200 are shown"))
+			must.StrContains(t, body, `<tr data-seq="1000">`)
+			must.StrNotContains(t, body, `<tr data-seq="800">`)
+		}
+		if path == reportPages[4] {
+			must.Eq(t, 50, strings.Count(rec.Body.String(), "<td>team-07</td>"))
+			must.Eq(t, 50, strings.Count(rec.Body.String(), "<td>team-"), must.Sprint("the tenant filter"))
+			must.StrNotContains(t, rec.Body.String(), "Only the newest")
 		}
 	}
 }
