@@ -29,6 +29,9 @@ type preemptState struct {
 	// failed remembers preemptor shapes that found no victims while the
 	// cohort's usage did not change.
 	failed map[string]uint64
+	// lostTo holds, per tenant, the tenants whose preemptions requeued
+	// its jobs within reclaimWindow (fairpreempt.go; built on first use).
+	lostTo map[string]map[string]bool
 }
 
 func newPreemptState() preemptState {
@@ -217,6 +220,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	}
 	cands := cy.candidates(j, acct, s)
 	set := choose(s, cands)
+	if set != nil && s.fair != nil && !s.fair.allows(set) {
+		set = nil
+	}
 	if set == nil {
 		cy.pre.failed[memoKey] = acct.cohort.version
 		return "", false
@@ -232,15 +238,28 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	prio := cy.cfg.Classes[cy.className(j)].Priority
 	reclaim := acct.withinNominal(s.req)
+	s.fair = nil
+	if !reclaim {
+		s.fair = cy.newFairPreemption(acct, s.req, prio)
+	}
 	var out []*victim
 	for _, v := range cy.pre.byCohort[acct.cohort] {
-		if (v.acct != acct && !reclaim) || cy.pre.requeued[v.key] || (j.PreemptedBy != "" && preemptedBy(j, v.key)) || !s.relevant(v) {
+		if cy.pre.requeued[v.key] || (j.PreemptedBy != "" && preemptedBy(j, v.key)) || !s.relevant(v) {
 			continue
 		}
-		if v.acct == acct && v.prio < prio {
-			out = append(out, v)
-		} else if v.acct != acct && v.acct.aboveNominal(s.req) {
-			out = append(out, v)
+		switch {
+		case v.acct == acct:
+			if v.prio < prio {
+				out = append(out, v)
+			}
+		case reclaim:
+			if v.acct.aboveNominal(s.req) {
+				out = append(out, v)
+			}
+		case s.fair != nil:
+			if s.fair.victim(v, s.req) {
+				out = append(out, v)
+			}
 		}
 	}
 	return out
@@ -289,6 +308,9 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	for _, v := range set {
 		if v.acct != acct {
 			cause = CauseReclaim
+			if s.fair != nil {
+				cause = CauseFairShare
+			}
 		}
 		names = append(names, v.j.Key())
 		p.Victims = append(p.Victims, Victim{Namespace: v.j.Namespace, JobID: v.j.ID, Class: v.class, LostWork: v.lost})
@@ -314,8 +336,12 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 }
 
 func preemptReason(class string, acct *account, cause string, req quota.Vector) string {
-	if cause == CausePriority {
+	switch cause {
+	case CausePriority:
 		return fmt.Sprintf("class %s of tenant %s outranks the victims' class", class, acct.t.Namespace)
+	case CauseFairShare:
+		return fmt.Sprintf("tenant %s borrows less than the victims' tenants (weighted share after this job ≥ %.2f below theirs; victims lose ≤ %s of work)",
+			acct.t.Namespace, FairShareGap, FairLostWork)
 	}
 	return fmt.Sprintf("tenant %s reclaims its nominal quota (%s) from tenants above theirs", acct.t.Namespace, vectorText(req))
 }

@@ -22,6 +22,9 @@ type trial struct {
 	req     quota.Vector
 	// devs holds the device resources (types, models) req needs.
 	devs map[string]bool
+	// fair, when set, is the fairness rule the victims were chosen by
+	// (fairpreempt.go).
+	fair *fairPreemption
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// Fairness preemption (issue 14): a queued job of a tenant that borrows
+// (it would exceed its nominal quota, so reclaim does not apply) may
+// preempt jobs of cohort tenants that borrow more, measured by the
+// weighted dominant share the queue orders by, when
+//
+//   - the victim's tenant keeps a share at least FairShareGap above the
+//     preemptor's tenant's share after the admission (hysteresis: the
+//     two can never swap places by preempting each other back, so it
+//     never churns);
+//   - the victim loses at most FairLostWork of work (a fresh checkpoint,
+//     or a start that recent): fairness costs next to no useful work;
+//   - the victim's class is not above the preemptor's.
+const (
+	FairShareGap = 0.1
+	FairLostWork = 30 * time.Minute
+	// FairMinRun: a job that started less than this ago (say, the
+	// preemptor of a preemption that just ran) is no fairness victim.
+	FairMinRun = 2 * time.Minute
+)
+
+// CauseFairShare is the cause of a preemption that evens out borrowed
+// capacity between tenants above their nominal quota.
+const CauseFairShare = "fair-share"
+
+// fairPreemption describes whether and from whom queued job j may take
+// capacity for fairness; nil when it may not.
+type fairPreemption struct {
+	acct    *account
+	lostTo  map[string]bool
+	now     time.Time
+	prio    int
+	after   float64 // the preemptor's tenant's share after admitting j
+	cluster quota.Vector
+}
+
+// newFairPreemption returns the fairness rule for a preemptor of tenant
+// acct needing req at class priority prio.
+func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *fairPreemption {
+	cluster := cy.clusterVector()
+	after := shareOf(acct, cluster, req, 1)
+	if math.IsInf(after, 0) || math.IsNaN(after) {
+		return nil
+	}
+	return &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster}
+}
+
+// victim reports whether v may be preempted for fairness on its own.
+// Capacity does not go back and forth: a tenant never takes back from a
+// tenant whose preemptions requeued its jobs within reclaimWindow, and a
+// job that started within FairMinRun is no fairness victim.
+func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
+	return v.acct != f.acct && v.prio <= f.prio && v.lost <= FairLostWork && v.acct.aboveNominal(req) &&
+		!f.lostTo[v.acct.t.Namespace] && f.now.Sub(v.newest) >= FairMinRun &&
+		shareOf(v.acct, f.cluster, v.use, -1) >= f.after+FairShareGap
+}
+
+// lostTo returns the tenants whose preemptions requeued jobs of tenant ns
+// within reclaimWindow (the jobs' allot.preempted-by and requeued-at).
+func (cy *cycle) lostTo(ns string) map[string]bool {
+	if cy.pre.lostTo == nil {
+		cy.pre.lostTo = map[string]map[string]bool{}
+		for _, j := range cy.jobs {
+			if j.PreemptedBy == "" || j.RequeuedAt.IsZero() || cy.s.Now.Sub(j.RequeuedAt) > reclaimWindow {
+				continue
+			}
+			keys := strings.Fields(j.PreemptedBy)
+			by, _, _ := strings.Cut(keys[len(keys)-1], "/")
+			if cy.pre.lostTo[j.Namespace] == nil {
+				cy.pre.lostTo[j.Namespace] = map[string]bool{}
+			}
+			cy.pre.lostTo[j.Namespace][by] = true
+		}
+	}
+	return cy.pre.lostTo[ns]
+}
+
+// allows reports whether a whole victim set keeps every victim tenant's
+// share, after losing all its victims of the set, FairShareGap above the
+// preemptor's.
+func (f *fairPreemption) allows(set []*victim) bool {
+	lose := map[*account]quota.Vector{}
+	for _, v := range set {
+		if v.acct == f.acct {
+			continue
+		}
+		if lose[v.acct] == nil {
+			lose[v.acct] = quota.Vector{}
+		}
+		lose[v.acct].Add(v.use)
+	}
+	for a, use := range lose {
+		if shareOf(a, f.cluster, use, -1) < f.after+FairShareGap {
+			return false
+		}
+	}
+	return true
+}
+
+// shareOf is a's weighted dominant share (account.computeShare) with
+// delta added (sign 1) to or taken (sign -1) from its usage.
+func shareOf(a *account, cluster, delta quota.Vector, sign int64) float64 {
+	usage := quota.Vector{}
+	usage.Add(a.usage)
+	if sign > 0 {
+		usage.Add(delta)
+	} else {
+		usage.Sub(delta)
+	}
+	saved, savedShare := a.usage, a.share
+	a.usage = usage
+	a.computeShare(cluster)
+	s := a.share
+	a.usage, a.share = saved, savedShare
+	return s
+}

@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// threeTenants: a, b and c, nominal 8 GPUs each (no limits), on three
+// 8-GPU nodes: a tenant above its nominal borrows another's.
+func threeTenants() *scene {
+	return &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 8).Build(),
+		mkTenant("b").Quota("gpu", 8).Build(),
+		mkTenant("c").Quota("gpu", 8).Build(),
+	}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8)}}
+}
+
+// TestFairSharePreemption: a borrowing tenant whose share after its job
+// stays FairShareGap below a bigger borrower's (after losing its victims)
+// takes capacity from it, choosing victims with fresh checkpoints; no
+// preemption within the gap, of a victim that would lose much work, of a
+// higher class, or that would turn the order around.
+func TestFairSharePreemption(t *testing.T) {
+	// a holds 8 (share 1), b 14 (1.75), c 2; a asks for 2 more: 1.25
+	// after, b 1.5 after giving 2 back.
+	busy := func(b1, b2, b3, b4 string, lost2, lost3, lost4 int) *scene {
+		return threeTenants().run("a", "a1", "standard", "n1", 6, 1).run("c", "c1", "standard", "n1", 2, 1).
+			run("b", "b1", b1, "n2", 8, 1).
+			run("a", "a2", "standard", "n3", 2, 1).run("b", "b2", b2, "n3", 2, lost2).
+			run("b", "b3", b3, "n3", 2, lost3).run("b", "b4", b4, "n3", 2, lost4).
+			queue(gpuJob("a", "fair", "standard", 2))
+	}
+	cases := map[string]struct {
+		sc      *scene
+		victims []string
+		reason  string
+	}{
+		"the bigger borrower gives back a job with a fresh checkpoint": {
+			sc:      busy("standard", "standard", "standard", "standard", 60, 2, 40),
+			victims: []string{"b3<-a/fair"},
+			reason:  "preempting b/b3 (fair-share)",
+		},
+		"every victim would lose much work: none": {
+			sc: busy("standard", "standard", "standard", "standard", 60, 45, 40),
+		},
+		"a higher class is no fairness victim": {
+			sc: busy("standard", "high", "high", "high", 1, 1, 1),
+		},
+		"within the hysteresis: none": {
+			// b holds 11 (1.375): 1.125 after giving 2 back, below a's 1.25 + gap.
+			sc: threeTenants().run("a", "a1", "standard", "n1", 8, 1).run("b", "b1", "standard", "n2", 8, 1).
+				run("b", "b2", "standard", "n3", 1, 1).run("b", "b3", "standard", "n3", 2, 1).run("c", "c1", "standard", "n3", 5, 1).
+				queue(gpuJob("a", "fair", "standard", 2)),
+		},
+		"a tenant within its nominal reclaims as before": {
+			sc: threeTenants().run("a", "a1", "standard", "n1", 2, 1).run("c", "c1", "standard", "n1", 6, 1).
+				run("b", "b1", "standard", "n2", 8, 1).
+				run("b", "b2", "standard", "n3", 2, 60).run("b", "b3", "standard", "n3", 2, 50).
+				run("b", "b4", "standard", "n3", 4, 40).
+				queue(gpuJob("a", "own", "standard", 2)),
+			victims: []string{"b1<-a/own"}, // the least lost work, as reclaim chooses
+			reason:  "(reclaim)",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(testConfig(), tc.sc.snap())
+			must.Eq(t, tc.victims, victimsOf(p))
+			for _, j := range tc.sc.jobs {
+				if j.State == Queued && tc.reason != "" {
+					must.StrContains(t, p.Verdicts[j.Key()].Reason, tc.reason)
+				}
+			}
+		})
+	}
+}
+
+// TestFairSharePreemptionNoLoop: after a fairness preemption the victim's
+// tenant still has the bigger share, so the next cycle, with the victim
+// requeued and the preemptor running, preempts nothing back.
+func TestFairSharePreemptionNoLoop(t *testing.T) {
+	after := threeTenants().run("a", "a1", "standard", "n1", 6, 1).run("c", "c1", "standard", "n1", 2, 1).
+		run("b", "b1", "standard", "n2", 8, 1).
+		run("a", "a2", "standard", "n3", 2, 1).run("b", "b2", "standard", "n3", 2, 1).
+		run("a", "fair", "standard", "n3", 2, 1).run("b", "b4", "standard", "n3", 2, 1)
+	b3 := gpuJob("b", "b3", "standard", 2)
+	b3.PreemptedBy, b3.Requeues, b3.RequeuedAt = "a/fair", 1, t0.Add(-time.Hour)
+	after.queue(b3)
+	p := Decide(testConfig(), after.snap())
+	must.SliceEmpty(t, victimsOf(p))
+	must.Eq(t, Queued, p.Verdicts["b/b3"].State)
+}
+
+// TestPropertyFairSharePreemptionNoPingPong: over many cycles of random
+// arrivals, completions and preemptions, no victim of a fairness
+// preemption loses more than FairLostWork, no job is preempted by one it
+// preempted, and two tenants never take capacity from each other back
+// and forth: once a preempts b for fairness, b does not preempt a for
+// fairness within the next minute (the hysteresis keeps b's share above
+// a's; jobs run 30 s to 7 minutes and checkpoint every 2, fairness victims
+// must have run 5).
+func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
+	cfg := testConfig()
+	cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
+	fair, pingpong := 0, 0
+	for seed := int64(0); seed < 120; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		s, _, _ := fullCluster(r)
+		w := newWorld(cfg, s)
+		last := map[string]time.Time{} // "a>b" → latest fairness preemption of b's jobs by a's
+		for cycle := 0; cycle < 90; cycle++ {
+			s.Now = s.Now.Add(5 * time.Second)
+			w.finish()
+			for n := r.Intn(3); n > 0; n-- {
+				tn := fmt.Sprintf("t%d", r.Intn(len(s.Tenants)))
+				w.seq++
+				j := mkJob(tn, fmt.Sprintf("new%d", w.seq)).Class([]string{"low", "standard", "high"}[r.Intn(3)]).
+					Pool("gpu").Count(1+r.Intn(3)).Device("nvidia/gpu", 1).QueuedAt(s.Now).Build()
+				s.Jobs = append(s.Jobs, j)
+				w.ends[j.Key()] = s.Now.Add(time.Duration(30+r.Intn(400)) * time.Second)
+			}
+			for _, a := range s.Allocs { // every job checkpoints every 2 minutes
+				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
+					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
+				}
+			}
+			p := w.step()
+			for _, pr := range p.Preemptions {
+				if pr.Cause != CauseFairShare {
+					continue
+				}
+				fair++
+				for _, v := range pr.Victims {
+					must.LessEq(t, FairLostWork, v.LostWork, must.Sprintf("seed %d: %s", seed, v.JobID))
+					if v.Namespace == pr.Namespace {
+						continue
+					}
+					if at, ok := last[v.Namespace+">"+pr.Namespace]; ok && s.Now.Sub(at) <= time.Minute {
+						pingpong++
+						t.Logf("seed %d cycle %d: %s and %s take from each other after %s", seed, cycle, pr.Namespace, v.Namespace, s.Now.Sub(at))
+					}
+					last[pr.Namespace+">"+v.Namespace] = s.Now
+				}
+			}
+		}
+		must.SliceEmpty(t, w.preemptedBack(), must.Sprintf("seed %d", seed))
+	}
+	t.Logf("%d fairness preemptions, %d back and forth", fair, pingpong)
+	must.Greater(t, 5, fair, must.Sprint("the scenario must actually preempt for fairness"))
+	must.Zero(t, pingpong)
+}
+
+func gpusOf(j *Job) int {
+	n := 0
+	for _, g := range j.Groups {
+		for _, d := range g.Devices {
+			n += g.Count * d.Count
+		}
+	}
+	return n
+}
