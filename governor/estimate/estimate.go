@@ -66,7 +66,7 @@ func Name(jobID string) string {
 	return jobID
 }
 
-func nameKey(ns, id string) string      { return ns + "\x00" + Name(id) }
+func nameKey(ns, id string) string       { return ns + "\x00" + Name(id) }
 func shapeKey(ns string, n int64) string { return ns + "\x00#" + strconv.FormatInt(n, 10) }
 
 // Observe records a finished run. Runs must come in the order of their
