@@ -49,6 +49,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	store.UseTokens(tokensFor(cfg, client, log.Named("jobmeta")))
 	watcher := &cluster.Watcher{Source: &cluster.NomadSource{Client: client}, Store: store, Log: log.Named("cluster"),
 		After: time.After, BackoffMax: cfg.ResyncBackoffMax, Resyncs: m.Resyncs.Inc}
+	runner := newWatchRunner(watcher)
 	act := &actuate.Actuator{Jobs: client.Jobs(), Store: store, Sealer: sealer, Log: log.Named("actuate"), Now: time.Now}
 	lead, err := leadershipFor(cfg.HA, log)
 	if err != nil {
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	elect, stopElection := context.WithCancel(context.Background())
 	defer stopElection()
 	if lead != nil {
-		startHA(ctx, elect, lead, &cluster.NomadSource{Client: client}, store, rec, lg, m, log.Named("ha"))
+		startHA(ctx, elect, lead, runner, rec, lg, m, log.Named("ha"))
 	}
 	startIdle(ctx, cfg, client, store, act, governed, lg, m, srv, log)
 
@@ -103,7 +104,7 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, ready func(ne
 	hs := newHTTPServer(srv.Handler(), cfg.HTTP, tc, log.Named("http"))
 	errCh := make(chan error, 1)
 	go func() { errCh <- serve(hs, ln) }()
-	go watcher.Run(ctx)
+	runner.start(ctx)
 	if lead == nil {
 		go rec.Run(ctx) // under HA the term loop runs it (harun.go)
 	}

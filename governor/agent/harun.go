@@ -22,18 +22,17 @@ import (
 // it; writes never rely on it: they check the lease themselves).
 const haPoll = 250 * time.Millisecond
 
-// rebuildRetry is the pause between attempts to list the cluster when a
-// new term starts and Nomad cannot be reached.
-const rebuildRetry = time.Second
-
 // haRuntime runs this governor's terms: on gaining one it rebuilds the
-// store from a fresh listing of Nomad (sealed admissions in job meta)
-// before the first write, then runs the leader-only work (the ledger's
-// recorder) until the term ends.
+// store from a fresh listing of Nomad (sealed admissions in job meta),
+// through the watcher, before the first write, then runs the leader-only
+// work (decision loop, ledger recorder) until the term ends.
 type haRuntime struct {
-	l      *leadership
-	source cluster.Source
+	l *leadership
+	// watch restarts the cluster watcher for a fresh listing; store is
+	// what it fills.
+	watch  *watchRunner
 	store  *cluster.Store
+	parent context.Context
 	// leaderOnly runs for the length of one term (nil: nothing).
 	leaderOnly func(ctx context.Context)
 	log        hclog.Logger
@@ -107,20 +106,9 @@ func (h *haRuntime) startTerm(parent context.Context, t ha.Term) func() {
 func (h *haRuntime) lead(ctx context.Context, t ha.Term) {
 	log := h.log.With("epoch", t.Epoch)
 	log.Info("won the lead; rebuilding state from Nomad before the first write")
-	for {
-		in, err := h.source.Initial(ctx)
-		if err == nil {
-			h.store.Reset(in)
-			break
-		}
-		log.Warn("listing the cluster for the new term", "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(rebuildRetry):
-		}
-	}
-	if ctx.Err() != nil {
+	// The watcher lists the cluster again and streams on from that
+	// listing's index, so no event is lost or overwritten by older state.
+	if !h.watch.rebuild(ctx, h.parent) {
 		return
 	}
 	h.l.setRebuilt(t.Epoch)
@@ -170,10 +158,10 @@ func proxyLeadership(l *leadership) proxy.Leadership {
 // ledger's recorder, one term at a time; a standby runs a preview cycle
 // every cycle interval, so its reads stay fresh (its actuator writes
 // nothing).
-func startHA(ctx, elect context.Context, l *leadership, src cluster.Source, store *cluster.Store, rec *reconcile.Reconciler,
+func startHA(ctx, elect context.Context, l *leadership, watch *watchRunner, rec *reconcile.Reconciler,
 	lg *ledger.Service, m *metrics.Metrics, log hclog.Logger) {
 	leader, term := haGauges(m.Registry)
-	h := &haRuntime{l: l, source: src, store: store, log: log, leader: leader, term: term}
+	h := &haRuntime{l: l, watch: watch, store: watch.w.Store, parent: ctx, log: log, leader: leader, term: term}
 	h.leaderOnly = func(ctx context.Context) {
 		go rec.Run(ctx)
 		if lg != nil {
