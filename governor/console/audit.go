@@ -15,8 +15,9 @@ import (
 const auditShown = 200
 
 // auditKinds are the kind filter's choices: a prefix of the entry kind
-// (idle: is governor/idle's KindPrefix).
-var auditKinds = []string{"", ledger.KindNamespaceMeta, ledger.KindDecision, "idle:"}
+// (idle: is governor/idle's KindPrefix; job- covers job-requeue and
+// job-release, the requeues and releases people made).
+var auditKinds = []string{"", ledger.KindNamespaceMeta, ledger.KindDecision, "idle:", "job-"}
 
 // auditDetailShown is how much of a long detail the table shows before
 // the rest is folded away.
@@ -165,6 +166,8 @@ func auditKindKey(kind string) string {
 		return "decision"
 	case "idle:":
 		return "idle"
+	case "job-":
+		return "job"
 	}
 	return "all"
 }

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/console"
+	"github.com/allot-sh/allot/governor/server"
 )
 
 func TestAuditViewFilters(t *testing.T) {
@@ -45,4 +48,12 @@ func TestAuditViewFilters(t *testing.T) {
 	must.Eq(t, http.StatusOK, status)
 	must.StrNotContains(t, body, "Verify the hash chain")
 	must.StrNotContains(t, body, "hash chain holds")
+}
+
+// TestAuditKindPrefixesMatchTheWriters: the job- filter covers the kinds
+// the requeue and release actions write.
+func TestAuditKindPrefixesMatchTheWriters(t *testing.T) {
+	for _, k := range []string{server.KindJobRequeue, console.KindJobRelease} {
+		must.StrHasPrefix(t, "job-", k)
+	}
 }

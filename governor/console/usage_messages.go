@@ -116,6 +116,7 @@ var reportMessages = map[string]msg{
 	"audit.kind.meta":     {"Quota and class changes", "配额与优先级类别变更"},
 	"audit.kind.decision": {"Decisions", "调度决策"},
 	"audit.kind.idle":     {"Idle ladder", "闲置处置"},
+	"audit.kind.job":      {"Requeues and releases", "重新排队与释放"},
 	"audit.summary":       {"%d entries, newest first, from %s to %s (UTC).", "%d 条记录，最新在前，从 %s 到 %s（UTC）。"},
 	"audit.more":          {"Only the newest %d are shown: narrow the window or pick a tenant or kind.", "只显示最新的 %d 条：请缩短时间范围或选择租户、类型。"},
 	"audit.verify":        {"Verify the hash chain", "校验哈希链"},
