@@ -74,6 +74,15 @@ type Summary struct {
 	// ShareError is Σ|received − entitled| / Σ entitled over all samples,
 	// entitlement being the weighted max-min fair share of the demand.
 	ShareError float64
+	// ShareErrorIdle is the part of ShareError that idle GPUs alone cause:
+	// Σ max(0, Σ entitled − Σ received) / Σ entitled. Under contention the
+	// entitlement hands out every GPU, so any policy that leaves a tenth
+	// of the GPUs idle has a share error of at least 0.1.
+	ShareErrorIdle float64
+	// ShareErrorAllocated is the share error of the GPUs that were
+	// allocated: received against the weighted max-min division of the
+	// allocated GPUs (not of all GPUs) among the same demands.
+	ShareErrorAllocated float64
 	// Jain is Jain's fairness index of received/entitled per tenant.
 	Jain         float64
 	Preemptions  int
@@ -133,6 +142,7 @@ func Summarize(r *Result) Summary {
 		sum.WaitByClass[c] = NewStats(ds)
 	}
 	sum.AllocRate, sum.UsefulRate, sum.ShareError = rates(r, sum.Span)
+	sum.ShareErrorIdle, sum.ShareErrorAllocated = shareErrorParts(r, sum.Span)
 	if r.End > 0 {
 		sum.Delivered /= float64(r.GPUs) * r.End.Seconds()
 	}
@@ -183,6 +193,37 @@ func rates(r *Result, span time.Duration) (alloc, useful, shareErr float64) {
 		return 0, 0, 0
 	}
 	return alloc / float64(n), useful / float64(n), diff / ent
+}
+
+// shareErrorParts splits the share error: the floor idle GPUs set, and
+// the error of the allocated GPUs against their own fair division.
+func shareErrorParts(r *Result, span time.Duration) (idle, allocated float64) {
+	var ent, short, diff, got float64
+	for _, s := range r.Samples {
+		if s.T > span {
+			break
+		}
+		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
+		held := 0
+		var e float64
+		for i := range fair {
+			held += s.Tenant[i]
+			e += fair[i]
+		}
+		ent += e
+		short += math.Max(0, e-float64(held))
+		for i, f := range FairShare(held, r.Entitled, s.Demand) {
+			diff += math.Abs(float64(s.Tenant[i]) - f)
+		}
+		got += float64(held)
+	}
+	if ent > 0 {
+		idle = short / ent
+	}
+	if got > 0 {
+		allocated = diff / got
+	}
+	return idle, allocated
 }
 
 func shares(r *Result, span time.Duration) []TenantShare {

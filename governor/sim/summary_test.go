@@ -1,0 +1,39 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// TestShareErrorParts: idle GPUs alone set a floor under the share
+// error; the allocated GPUs are judged against their own fair division.
+func TestShareErrorParts(t *testing.T) {
+	sample := func(tenant ...int) Sample { return Sample{Tenant: tenant, Demand: []int{100, 100}} }
+	cases := map[string]struct {
+		samples                    []Sample
+		share, idle, amongAllotted float64
+	}{
+		"every GPU allocated, fairly": {samples: []Sample{sample(50, 50)}},
+		"a fifth idle, the rest split fairly": {samples: []Sample{sample(40, 40)},
+			share: 0.2, idle: 0.2},
+		"every GPU allocated, unfairly": {samples: []Sample{sample(80, 20)},
+			share: 0.6, amongAllotted: 0.6},
+		"a fifth idle and unfair": {samples: []Sample{sample(60, 20)},
+			share: 0.4, idle: 0.2, amongAllotted: 0.5},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for i := range tc.samples {
+				tc.samples[i].T = time.Duration(i) * time.Minute
+			}
+			r := &Result{GPUs: 100, Tenants: []string{"a", "b"}, Entitled: []int{50, 50}, Samples: tc.samples,
+				Jobs: []JobResult{{Tenant: "a", Submit: time.Hour, Start: -1, End: -1}}}
+			s := Summarize(r)
+			must.Between(t, tc.share-1e-9, s.ShareError, tc.share+1e-9)
+			must.Between(t, tc.idle-1e-9, s.ShareErrorIdle, tc.idle+1e-9)
+			must.Between(t, tc.amongAllotted-1e-9, s.ShareErrorAllocated, tc.amongAllotted+1e-9)
+		})
+	}
+}
