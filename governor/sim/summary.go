@@ -46,6 +46,10 @@ type TenantShare struct {
 	WithinNominal bool
 	Received      float64
 	Entitled      float64
+	// EntitledAllocated is the tenant's weighted max-min share of the GPUs
+	// that were allocated (not of all GPUs), in GPU-hours: received ÷ it
+	// judges the division apart from the GPUs left idle.
+	EntitledAllocated float64
 }
 
 // Summary holds a run's headline metrics.
@@ -245,9 +249,14 @@ func shares(r *Result, span time.Duration) []TenantShare {
 			break
 		}
 		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
+		held := 0
 		for i := range out {
 			out[i].Received += float64(s.Tenant[i]) * dt
 			out[i].Entitled += fair[i] * dt
+			held += s.Tenant[i]
+		}
+		for i, f := range FairShare(held, r.Entitled, s.Demand) {
+			out[i].EntitledAllocated += f * dt
 		}
 	}
 	for i := range out {

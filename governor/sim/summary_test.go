@@ -25,6 +25,7 @@ func TestShareErrorParts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			tc.samples = append(tc.samples, tc.samples[0]) // two samples a minute apart
 			for i := range tc.samples {
 				tc.samples[i].T = time.Duration(i) * time.Minute
 			}
@@ -34,6 +35,13 @@ func TestShareErrorParts(t *testing.T) {
 			must.Between(t, tc.share-1e-9, s.ShareError, tc.share+1e-9)
 			must.Between(t, tc.idle-1e-9, s.ShareErrorIdle, tc.idle+1e-9)
 			must.Between(t, tc.amongAllotted-1e-9, s.ShareErrorAllocated, tc.amongAllotted+1e-9)
+			var ent, entAlloc float64
+			for _, sh := range s.Shares {
+				ent += sh.Entitled
+				entAlloc += sh.EntitledAllocated
+			}
+			must.Between(t, 200*(1-tc.idle)/60-1e-9, entAlloc, 200*(1-tc.idle)/60+1e-9, must.Sprint("the allocated GPU-hours"))
+			must.Between(t, 200.0/60-1e-9, ent, 200.0/60+1e-9)
 		})
 	}
 }

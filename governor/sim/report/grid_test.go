@@ -79,7 +79,7 @@ func containsSeed(seeds []int64, s int64) bool {
 //
 //	GOMAXPROCS=1 go test -tags simgrid -run '^TestGrid$' -v -timeout 60m ./governor/sim/report/
 func TestGrid(t *testing.T) {
-	fmt.Println("| scenario | load | seed | useful allot / fifo (Δ) | share error allot (fifo); idle floor / among allocated, allot (fifo) | lowest recv÷ent allot (fifo) | p95 within nominal allot / fifo (h) | GPU-h lost | idle allot: limits/resv/frag/cycle/backoff (fifo frag/gang) |")
+	fmt.Println("| scenario | load | seed | useful allot / fifo (Δ) | share error allot (fifo); idle floor / among allocated, allot (fifo) | lowest recv÷ent allot (fifo); of allocated | p95 within nominal allot / fifo (h) | GPU-h lost | idle allot: limits/resv/frag/cycle/backoff (fifo frag/gang) |")
 	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|---|")
 	for _, c := range gridCases() {
 		file, name := "../scenarios/standard.hcl", "standard"
@@ -109,9 +109,9 @@ func TestGrid(t *testing.T) {
 		if a.WaitWithinNominal.N > 0 {
 			p95 = fmt.Sprintf("%.2f / %.2f", a.WaitWithinNominal.P95.Hours(), f.WaitWithinNominal.P95.Hours())
 		}
-		fmt.Printf("| %s | %.1f | %d | %.1f / %.1f (%+.1f) | %.3f (%.3f); %.3f / %.3f (%.3f / %.3f) | %s (%s) | %s | %.0f | %s/%s/%s/%s/%s (%s/%s) |\n",
+		fmt.Printf("| %s | %.1f | %d | %.1f / %.1f (%+.1f) | %.3f (%.3f); %.3f / %.3f (%.3f / %.3f) | %s (%s); %s | %s | %.0f | %s/%s/%s/%s/%s (%s/%s) |\n",
 			name, c.load, c.seed, 100*a.UsefulRate, 100*f.UsefulRate, 100*(a.UsefulRate-f.UsefulRate),
-			a.ShareError, f.ShareError, a.ShareErrorIdle, a.ShareErrorAllocated, f.ShareErrorIdle, f.ShareErrorAllocated, lowest(a), lowest(f), p95, a.LostGPUHours,
+			a.ShareError, f.ShareError, a.ShareErrorIdle, a.ShareErrorAllocated, f.ShareErrorIdle, f.ShareErrorAllocated, lowest(a), lowest(f), lowestAllocated(a), p95, a.LostGPUHours,
 			idle(a, sim.IdleLimits), idle(a, sim.IdleReservation), idle(a, sim.IdleFragmentation), idle(a, sim.IdleCycle), idle(a, sim.IdleChurn),
 			idle(f, sim.IdleFragmentation), idle(f, sim.IdleGang))
 	}
@@ -125,4 +125,14 @@ func lowest(s sim.Summary) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f %s", sh[0].Received/sh[0].Entitled, sh[0].Tenant)
+}
+
+// lowestAllocated is lowest against the division of the allocated GPUs.
+func lowestAllocated(s sim.Summary) string {
+	sh := append([]sim.TenantShare(nil), s.Shares...)
+	for i := range sh {
+		sh[i].Entitled = sh[i].EntitledAllocated
+	}
+	s.Shares = sh
+	return lowest(s)
 }
