@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,60 @@ func TestE2E_NoPhantomCapacity(t *testing.T) {
 	for round := 0; round < phantomRounds; round++ {
 		t.Run(fmt.Sprintf("round %d", round), func(t *testing.T) { e.phantomRound(t, round) })
 	}
+	t.Run("an admission Nomad blocks says so", e.blockedAdmission)
+}
+
+// spreadTmpl asks for three allocations on distinct hosts of the
+// two-node pool: the engine does not model distinct_hosts, so it admits
+// the job, and Nomad places two and blocks the third.
+const spreadTmpl = `
+job "spread" {
+  namespace = "team-a"
+  type      = "batch"
+  node_pool = "gpu"
+  constraint {
+    operator = "distinct_hosts"
+    value    = "true"
+  }
+  group "g" {
+    count = 3
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      resources {
+        cpu    = 100
+        memory = 32
+      }
+    }
+  }
+}
+`
+
+// blockedAdmission: a job the governor admitted but Nomad could not
+// place in full is reported "blocked in Nomad", not "running under
+// Nomad".
+func (e *env) blockedAdmission(t *testing.T) {
+	t.Cleanup(func() { e.purge(t, map[string][]string{"team-a": {"spread"}}) })
+	p := filepath.Join(e.dir, "spread.nomad.hcl")
+	must.NoError(t, os.WriteFile(p, []byte(spreadTmpl), 0o644))
+	out := e.nomadCLI(t, "job", "run", "-detach", p)
+	must.StrContains(t, out, "admitted")
+	e.c.Eventually(60*time.Second, "Nomad blocks the third allocation", func() error {
+		if n := e.blockedEvals("team-a", "spread"); n == 0 {
+			return fmt.Errorf("no blocked evaluation yet")
+		}
+		return nil
+	})
+	e.c.Eventually(30*time.Second, "the governor reports the admission blocked", func() error {
+		w := e.why("team-a", "spread")
+		if w.State != "admitted" || !strings.Contains(w.Reason, "blocked in Nomad: 1 of 3 allocations not placed") {
+			return fmt.Errorf("governor says %s: %s", w.State, w.Reason)
+		}
+		return nil
+	})
 }
 
 func newPhantomEnv(t *testing.T) *env {
