@@ -67,6 +67,20 @@ job %q {
 
 // runSleep submits a sleepTmpl job with the real nomad CLI through the
 // governor and returns its output and error.
+// waitAllocsDone waits until every allocation of ns/id is terminal: only
+// then has Nomad freed what they held.
+func (e *env) waitAllocsDone(ns, id string) {
+	e.t.Helper()
+	e.c.Eventually(time.Minute, ns+"/"+id+"'s allocations terminal", func() error {
+		for _, a := range e.jobAllocs(ns, id) {
+			if a.ClientStatus == api.AllocClientStatusPending || a.ClientStatus == api.AllocClientStatusRunning {
+				return fmt.Errorf("allocation %s is %s", a.ID[:8], a.ClientStatus)
+			}
+		}
+		return nil
+	})
+}
+
 func (e *env) runSleep(id, secs string, gpus int) (string, error) {
 	e.t.Helper()
 	p := filepath.Join(e.dir, id+".nomad.hcl")
@@ -169,6 +183,9 @@ func TestE2E_Accounting(t *testing.T) {
 		e.stop("team-a", "done")
 		e.stop("team-a", "grow") // capacity for "done", were it restarted
 		e.g.Start()
+		// Nomad frees grow's GPUs when its allocations are terminal, not
+		// when the stop is registered (the governor counts them until then).
+		e.waitAllocsDone("team-a", "grow")
 		e.c.Eventually(time.Minute, "done out of the queue, not restarted", func() error {
 			j := e.job("team-a", "done")
 			if _, queued := j.Meta["allot.state"]; queued || !*j.Stop {
@@ -181,6 +198,7 @@ func TestE2E_Accounting(t *testing.T) {
 		must.StrContains(t, out, "admitted", must.Sprint("the capacity was free all along"))
 		must.True(t, *e.job("team-a", "done").Stop)
 		e.stop("team-a", "probe")
+		e.waitAllocsDone("team-a", "probe")
 	})
 
 	t.Run("audit #4: system jobs governed per eligible node (system_jobs = govern)", func(t *testing.T) {
