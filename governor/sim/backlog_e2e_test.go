@@ -4,7 +4,9 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -177,7 +179,7 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	g := c.StartGovernor()
+	g := c.StartGovernor(throughputArgs(b)...)
 	proxy := proxyClient(b, g.Addr)
 	direct := proxyClient(b, c.Addr())
 	var ratio, viaProxy, viaNomad float64
@@ -193,6 +195,66 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	b.ReportMetric(viaNomad, "direct-jobs/s")
 	b.ReportMetric(viaProxy, "proxy-jobs/s")
 	b.ReportMetric(ratio, "proxy/direct")
+	if path := os.Getenv("ALLOT_PROXY_CPUPROFILE"); path != "" {
+		profileProxy(b, g.Addr, proxy, path)
+	}
+}
+
+// throughputArgs are the governor's extra arguments: ALLOT_GOVERNOR_LOG_LEVEL
+// overrides testcluster's debug log level; ALLOT_PROXY_CPUPROFILE turns on
+// the governor's profiler (enable_debug).
+func throughputArgs(b *testing.B) []string {
+	var args []string
+	if lvl := os.Getenv("ALLOT_GOVERNOR_LOG_LEVEL"); lvl != "" {
+		args = append(args, "-log-level", lvl)
+	}
+	if os.Getenv("ALLOT_PROXY_CPUPROFILE") != "" {
+		cfg := filepath.Join(b.TempDir(), "debug.hcl")
+		if err := os.WriteFile(cfg, []byte("enable_debug = true\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		args = append(args, "-config", cfg)
+	}
+	return args
+}
+
+// profileProxy takes a 10-second CPU profile of the governor while
+// submissions keep coming through the proxy (not timed), into path.
+func profileProxy(b *testing.B, addr string, proxy *api.Client, path string) {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(addr + "/debug/pprof/profile?seconds=10")
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("profile: %s", resp.Status)
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	for round := 0; ; round++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				b.Fatal(err)
+			}
+			return
+		default:
+		}
+		fillNS(b, proxy, "team", fmt.Sprintf("prof%d", round), 80)
+	}
 }
 
 // fillNS registers n jobs named prefix-i in namespace ns with 8 workers.
