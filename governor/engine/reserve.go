@@ -176,12 +176,6 @@ func (c *capacity) scratch(nodes []*freeNode) *capacity {
 	return s
 }
 
-// EndsBefore tells whether job j, started at now, ends by the
-// reservation's start by its run time (allot.max-runtime or estimate).
-func (r *Reservation) EndsBefore(j *Job, now time.Time) bool {
-	return r.EndsWithin(RuntimeOf(j), now)
-}
-
 // EndsWithin tells whether a job of run time rt (> 0), started at now,
 // ends by the reservation's start; Config.RuntimeOf gives rt with the
 // learned estimates.
