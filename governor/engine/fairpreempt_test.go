@@ -153,13 +153,3 @@ func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
 	must.Greater(t, 5, fair, must.Sprint("the scenario must actually preempt for fairness"))
 	must.Zero(t, pingpong)
 }
-
-func gpusOf(j *Job) int {
-	n := 0
-	for _, g := range j.Groups {
-		for _, d := range g.Devices {
-			n += g.Count * d.Count
-		}
-	}
-	return n
-}
