@@ -1,7 +1,6 @@
 package idle
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,11 +9,8 @@ import (
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
 	"github.com/allot-sh/allot/cli/quota"
-	gq "github.com/allot-sh/allot/governor/quota"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
-
-// MaxExemption bounds how far ahead an exemption may expire.
-const MaxExemption = 90 * 24 * time.Hour
 
 func exemptCommand() *cli.Command {
 	return &cli.Command{
@@ -43,7 +39,7 @@ func unexemptCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return writeMeta(c, gq.PrefixIdle+"exempt."+job, "")
+			return writeMeta(c, allotapi.ExemptKeyPrefix+job, "")
 		},
 	}
 }
@@ -65,33 +61,15 @@ func exemptAction(c *cli.Context) error {
 		return err
 	}
 	now := time.Now().UTC()
-	until, err := Expiry(c.String("until"), now)
+	until, err := allotapi.ExemptionExpiry(c.String("until"), now)
 	if err != nil {
 		return cmdutil.UsageError(c, "-until: %v", err)
 	}
-	reason := strings.TrimSpace(strings.ReplaceAll(c.String("reason"), ";", ","))
+	reason := allotapi.ExemptionReason(c.String("reason"))
 	if reason == "" {
 		return cmdutil.UsageError(c, "-reason must not be empty")
 	}
-	return writeMeta(c, gq.PrefixIdle+"exempt."+job, "until="+until.Format(time.RFC3339)+";reason="+reason)
-}
-
-// Expiry reads a duration from now or an RFC3339 time, in the future and
-// at most MaxExemption ahead.
-func Expiry(s string, now time.Time) (time.Time, error) {
-	var t time.Time
-	if d, err := time.ParseDuration(s); err == nil {
-		t = now.Add(d)
-	} else if t, err = time.Parse(time.RFC3339, s); err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (48h) nor an RFC3339 time", s)
-	}
-	if !t.After(now) {
-		return time.Time{}, errors.New("the expiry must be in the future")
-	}
-	if t.Sub(now) > MaxExemption {
-		return time.Time{}, fmt.Errorf("the expiry must be within %s", MaxExemption)
-	}
-	return t.UTC().Truncate(time.Second), nil
+	return writeMeta(c, allotapi.ExemptKeyPrefix+job, allotapi.IdleExemption{Until: until, Reason: reason}.MetaValue())
 }
 
 // writeMeta sets (or with an empty value removes) one namespace meta key.

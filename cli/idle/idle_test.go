@@ -12,7 +12,6 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/cli/app"
-	"github.com/allot-sh/allot/cli/idle"
 	"github.com/allot-sh/allot/governor/allotapi"
 )
 
@@ -65,20 +64,6 @@ func TestIdleCommand(t *testing.T) {
 	must.NoError(t, json.Unmarshal([]byte(out), &got))
 	must.Len(t, 1, got.Candidates)
 	must.Eq(t, "nb", got.Candidates[0].JobID)
-}
-
-func TestExpiry(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	got, err := idle.Expiry("48h", now)
-	must.NoError(t, err)
-	must.Eq(t, now.Add(48*time.Hour), got)
-	got, err = idle.Expiry("2026-12-01T00:00:00Z", now)
-	must.NoError(t, err)
-	must.Eq(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), got)
-	for _, bad := range []string{"-1h", "soon", "2000-01-01T00:00:00Z", "10000h"} {
-		_, err := idle.Expiry(bad, now)
-		must.Error(t, err, must.Sprint(bad))
-	}
 }
 
 func TestExemptNeedsArguments(t *testing.T) {

@@ -12,16 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
-)
 
-// Exemption rules, the same as `allotctl idle exempt` (cli/idle;
-// TestExemptionMatchesCLI holds them equal).
-const (
-	// MaxExemption bounds how far ahead an exemption may expire.
-	MaxExemption = 90 * 24 * time.Hour
-	// exemptPrefix + job ID is the namespace meta key of an exemption
-	// (governor/idle.KeyExemptPrefix).
-	exemptPrefix = "allot.idle.exempt."
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // errExemptForm is wrapped by every refusal of the exemption form.
@@ -32,39 +24,22 @@ type exemptForm struct {
 	Namespace, Job, Until, Reason string
 }
 
-// exemptionExpiry reads a duration from now or an RFC3339 time, in the
-// future and at most MaxExemption ahead, as allotctl does.
-func exemptionExpiry(s string, now time.Time) (time.Time, error) {
-	var t time.Time
-	if d, err := time.ParseDuration(s); err == nil {
-		t = now.Add(d)
-	} else if t, err = time.Parse(time.RFC3339, s); err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither a duration (48h) nor an RFC3339 time", s)
-	}
-	if !t.After(now) {
-		return time.Time{}, errors.New("the expiry must be in the future")
-	}
-	if t.Sub(now) > MaxExemption {
-		return time.Time{}, fmt.Errorf("the expiry must be within %s", MaxExemption)
-	}
-	return t.UTC().Truncate(time.Second), nil
-}
-
-// meta checks the form and returns the meta key and value to write.
+// meta checks the form as allotctl checks it (allotapi's exemption
+// rule) and returns the meta key and value to write.
 func (f exemptForm) meta(now time.Time) (string, string, error) {
 	ns, job := strings.TrimSpace(f.Namespace), strings.TrimSpace(f.Job)
 	if ns == "" || job == "" {
 		return "", "", fmt.Errorf("%w: give a namespace and a job ID", errExemptForm)
 	}
-	until, err := exemptionExpiry(strings.TrimSpace(f.Until), now)
+	until, err := allotapi.ExemptionExpiry(strings.TrimSpace(f.Until), now)
 	if err != nil {
 		return "", "", fmt.Errorf("%w: until: %w", errExemptForm, err)
 	}
-	reason := strings.TrimSpace(strings.ReplaceAll(f.Reason, ";", ","))
+	reason := allotapi.ExemptionReason(f.Reason)
 	if reason == "" {
 		return "", "", fmt.Errorf("%w: the reason must not be empty", errExemptForm)
 	}
-	return exemptPrefix + job, "until=" + until.Format(time.RFC3339) + ";reason=" + reason, nil
+	return allotapi.ExemptKeyPrefix + job, allotapi.IdleExemption{Until: until, Reason: reason}.MetaValue(), nil
 }
 
 // idleExempt handles POST /ui/idle/exempt: the exemption is checked as

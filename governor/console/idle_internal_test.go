@@ -2,35 +2,13 @@ package console
 
 import (
 	"testing"
-	"time"
 
 	"github.com/shoenig/test/must"
 
-	cliidle "github.com/allot-sh/allot/cli/idle"
 	clireport "github.com/allot-sh/allot/cli/report"
 	"github.com/allot-sh/allot/governor/idle"
 	"github.com/allot-sh/allot/governor/ledger"
 )
-
-// TestExemptionMatchesCLI: the console's exemption form accepts and
-// refuses exactly what `allotctl idle exempt -until` does.
-func TestExemptionMatchesCLI(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	must.Eq(t, cliidle.MaxExemption, MaxExemption)
-	for _, in := range []string{"48h", "1s", "0s", "-1h", "2160h", "2160h1s", "2026-12-01T00:00:00Z",
-		"2026-11-30T11:59:59Z", "2027-06-01T00:00:00Z", "2026-12-01T08:00:00+08:00", "tomorrow", "", "90d"} {
-		t.Run(in, func(t *testing.T) {
-			want, wantErr := cliidle.Expiry(in, now)
-			got, err := exemptionExpiry(in, now)
-			must.Eq(t, wantErr == nil, err == nil, must.Sprintf("cli: %v, console: %v", wantErr, err))
-			if err != nil {
-				must.EqError(t, err, wantErr.Error())
-				return
-			}
-			must.Eq(t, want, got)
-		})
-	}
-}
 
 // TestUsageTableMatchesCLI: the CSV export and the usage table have the
 // columns and number formats of `allotctl report usage`.

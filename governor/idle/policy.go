@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Action is what the ladder does at the end of the grace.
@@ -34,8 +36,9 @@ const (
 	KeyNotice    = "allot.idle.notice"
 	KeyAction    = "allot.idle.action"
 	KeyTTL       = "allot.idle.ttl"
-	// KeyExemptPrefix + job ID = "until=<RFC3339>;reason=<text>".
-	KeyExemptPrefix = "allot.idle.exempt."
+	// KeyExemptPrefix + job ID = "until=<RFC3339>;reason=<text>"
+	// (allotapi holds the rule that writes it).
+	KeyExemptPrefix = allotapi.ExemptKeyPrefix
 )
 
 // Policy is the idle policy of one tenant.
@@ -240,5 +243,5 @@ func ParseExemption(s string) (Exemption, error) {
 
 // Format writes an exemption as its meta value.
 func (e Exemption) Format() string {
-	return "until=" + e.Until.UTC().Format(time.RFC3339) + ";reason=" + strings.ReplaceAll(e.Reason, ";", ",")
+	return allotapi.IdleExemption(e).MetaValue()
 }
