@@ -159,7 +159,7 @@ func unsetAction(c *cli.Context) error {
 	edits := Edits{}
 	for prefix, list := range map[string][]string{gq.PrefixQuota: args[1:], gq.PrefixLimit: c.StringSlice("limit"), gq.PrefixLend: c.StringSlice("lend")} {
 		for _, res := range list {
-			if err := checkResource(res); err != nil {
+			if err := gq.CheckResource(res); err != nil {
 				return err
 			}
 			edits[prefix+res] = nil

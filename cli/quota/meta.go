@@ -49,20 +49,11 @@ func ParsePair(prefix, pair string) (key, amount string, err error) {
 	if !ok || res == "" {
 		return "", "", fmt.Errorf("%q: want resource=amount, e.g. gpu=8 or memory=256GiB", pair)
 	}
-	if err := checkResource(res); err != nil {
+	key, err = gq.CheckAmount(prefix, res, amount)
+	if err != nil {
 		return "", "", err
 	}
-	if _, err := gq.ParseAmount(res, amount); err != nil {
-		return "", "", fmt.Errorf("%s%s: %w", prefix, res, err)
-	}
-	return prefix + res, amount, nil
-}
-
-func checkResource(res string) error {
-	if !gq.ValidResource(res) {
-		return fmt.Errorf("unknown resource %q: use cpu, memory, gpu, npu or a device vendor/type/model such as nvidia/gpu/H200", res)
-	}
-	return nil
+	return key, amount, nil
 }
 
 // ErrInvalid is wrapped by every rejection of a namespace's new meta.

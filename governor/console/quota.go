@@ -25,13 +25,13 @@ type quotaForm struct {
 // errQuotaForm is wrapped by every refusal of the form's input.
 var errQuotaForm = errors.New("invalid input")
 
-// edits checks the form the way `allotctl quota set` checks its pairs
-// (governor/quota's resource names and amount parser) and returns the
-// meta keys to set.
+// edits checks the form with the rule `allotctl quota set` checks its
+// pairs with (governor/quota.CheckAmount) and returns the meta keys to
+// set.
 func (f quotaForm) edits() (map[string]string, error) {
 	res := strings.TrimSpace(f.Resource)
-	if !gq.ValidResource(res) {
-		return nil, fmt.Errorf("%w: unknown resource %q: use cpu, memory, gpu, npu or a device vendor/type/model such as nvidia/gpu/H200", errQuotaForm, res)
+	if err := gq.CheckResource(res); err != nil {
+		return nil, fmt.Errorf("%w: %w", errQuotaForm, err)
 	}
 	out := map[string]string{}
 	for prefix, v := range map[string]string{gq.PrefixQuota: f.Quota, gq.PrefixLimit: f.Limit, gq.PrefixLend: f.Lend} {
@@ -39,10 +39,11 @@ func (f quotaForm) edits() (map[string]string, error) {
 		if v == "" {
 			continue
 		}
-		if _, err := gq.ParseAmount(res, v); err != nil {
-			return nil, fmt.Errorf("%w: %s%s: %w", errQuotaForm, prefix, res, err)
+		key, err := gq.CheckAmount(prefix, res, v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errQuotaForm, err)
 		}
-		out[prefix+res] = v
+		out[key] = v
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: give a quota, a limit or a lend amount", errQuotaForm)

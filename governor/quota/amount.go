@@ -102,3 +102,26 @@ func unitHint(res string) string {
 	}
 	return " (a device count)"
 }
+
+// CheckResource refuses a resource name a quota key may not name, with the
+// message `allotctl quota` and the console's quota form show.
+func CheckResource(res string) error {
+	if !ValidResource(res) {
+		return fmt.Errorf("unknown resource %q: use cpu, memory, gpu, npu or a device vendor/type/model such as nvidia/gpu/H200", res)
+	}
+	return nil
+}
+
+// CheckAmount checks res and amount as Parse will read the meta key
+// prefix+res (prefix: PrefixQuota, PrefixLimit or PrefixLend), and returns
+// that key. It is the rule of every writer of quota amounts (allotctl
+// quota set and quota files, the console's quota form).
+func CheckAmount(prefix, res, amount string) (string, error) {
+	if err := CheckResource(res); err != nil {
+		return "", err
+	}
+	if _, err := ParseAmount(res, amount); err != nil {
+		return "", fmt.Errorf("%s%s: %w", prefix, res, err)
+	}
+	return prefix + res, nil
+}

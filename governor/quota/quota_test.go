@@ -8,6 +8,43 @@ import (
 
 var knownClasses = map[string]bool{"production": true, "high": true, "standard": true, "low": true, "best-effort": true}
 
+// TestCheckAmount: the rule every writer of quota amounts checks with
+// (allotctl quota set and quota files, the console's quota form).
+func TestCheckAmount(t *testing.T) {
+	cases := map[string]struct {
+		prefix, res, amount string
+		wantKey, wantErr    string
+		badAmount           bool
+	}{
+		"gpu quota":      {prefix: PrefixQuota, res: GPU, amount: "8", wantKey: "allot.quota.gpu"},
+		"memory limit":   {prefix: PrefixLimit, res: Memory, amount: "256GiB", wantKey: "allot.limit.memory"},
+		"device lend":    {prefix: PrefixLend, res: "nvidia/gpu/H200", amount: "2", wantKey: "allot.lend.nvidia/gpu/H200"},
+		"unknown":        {prefix: PrefixQuota, res: "tpu", amount: "4", wantErr: `unknown resource "tpu": use cpu, memory, gpu, npu or a device vendor/type/model such as nvidia/gpu/H200`},
+		"bad device id":  {prefix: PrefixQuota, res: "nvidia/gpu", amount: "4", wantErr: `unknown resource "nvidia/gpu"`},
+		"bad amount":     {prefix: PrefixLimit, res: GPU, amount: "lots", wantErr: "allot.limit.gpu: ", badAmount: true},
+		"unit on device": {prefix: PrefixQuota, res: GPU, amount: "8GiB", wantErr: "allot.quota.gpu: ", badAmount: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			key, err := CheckAmount(tc.prefix, tc.res, tc.amount)
+			if tc.wantErr == "" {
+				must.NoError(t, err)
+				must.Eq(t, tc.wantKey, key)
+				must.NoError(t, CheckResource(tc.res))
+				return
+			}
+			must.ErrorContains(t, err, tc.wantErr)
+			must.Eq(t, "", key)
+			if tc.badAmount {
+				must.ErrorIs(t, err, ErrBadAmount)
+				must.StrHasPrefix(t, tc.wantErr, err.Error())
+			} else {
+				must.EqError(t, CheckResource(tc.res), err.Error())
+			}
+		})
+	}
+}
+
 func TestParseAmount(t *testing.T) {
 	cases := map[string]struct {
 		res, in string
