@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/ledger"
 )
 
@@ -65,26 +64,13 @@ func (c *Console) audit(q *Req, ns, id string) error {
 	if c.opts.Audit == nil {
 		return errNoAudit
 	}
-	actor, name := actorOf(q.Caller)
+	actor, name := ledger.ActorOf(q.Caller)
 	e := ledger.Entry{Time: c.opts.Now(), Kind: KindJobRelease, Actor: actor, ActorName: name, Namespace: ns,
 		Subject: id, Detail: "stopped from the console (DELETE /v1/job through the governor, the caller's token)"}
 	if err := c.opts.Audit(q.R.Context(), e); err != nil {
 		return fmt.Errorf("appending the audit entry: %w", err)
 	}
 	return nil
-}
-
-// actorOf names the caller in the audit log as the ledger's auditor does
-// for namespace changes.
-func actorOf(c *auth.Caller) (string, string) {
-	switch {
-	case c.ACLsDisabled():
-		return "acl-disabled", ""
-	case c.AccessorID == "":
-		return "anonymous", c.Name
-	default:
-		return c.AccessorID, c.Name
-	}
 }
 
 // splitJob splits an escaped "<ns>/<id>"; the ID may hold any character.
