@@ -23,17 +23,8 @@ var errNoAudit = errors.New("the governor has no audit log (ledger not configure
 // never restarts either (a user's stop). The release is then written to
 // the audit log with the token as its actor.
 func (c *Console) release(w http.ResponseWriter, q *Req) {
-	if q.R.Method != http.MethodPost {
-		c.fail(w, q, http.StatusMethodNotAllowed, q.L.T("err.notfound"))
-		return
-	}
-	ns, id, ok := splitJob(strings.TrimPrefix(q.R.URL.EscapedPath(), Prefix+"release/"))
+	ns, id, ok := c.jobAction(w, q, "release")
 	if !ok {
-		c.fail(w, q, http.StatusNotFound, q.L.T("err.notfound"))
-		return
-	}
-	if !q.Caller.CanRead(ns) {
-		c.forbidden(w, q)
 		return
 	}
 	if c.opts.Nomad == nil {
@@ -71,6 +62,27 @@ func (c *Console) audit(q *Req, ns, id string) error {
 		return fmt.Errorf("appending the audit entry: %w", err)
 	}
 	return nil
+}
+
+// jobAction reads ns and id from a job action's path,
+// Prefix+action+"/<ns>/<id>" (release, requeue), and checks that it is a
+// POST and that the caller may read ns. When it returns false it has
+// written the answer (405, 404 or 403).
+func (c *Console) jobAction(w http.ResponseWriter, q *Req, action string) (ns, id string, ok bool) {
+	if q.R.Method != http.MethodPost {
+		c.fail(w, q, http.StatusMethodNotAllowed, q.L.T("err.notfound"))
+		return "", "", false
+	}
+	ns, id, ok = splitJob(strings.TrimPrefix(q.R.URL.EscapedPath(), Prefix+action+"/"))
+	if !ok {
+		c.fail(w, q, http.StatusNotFound, q.L.T("err.notfound"))
+		return "", "", false
+	}
+	if !q.Caller.CanRead(ns) {
+		c.forbidden(w, q)
+		return "", "", false
+	}
+	return ns, id, true
 }
 
 // splitJob splits an escaped "<ns>/<id>"; the ID may hold any character.

@@ -47,17 +47,8 @@ func canRequeue(q *Req, d *jobData) bool {
 // without submit-job, 409 for a job not running) and its refusal is shown
 // as it came. The API records the decision and the audit entry.
 func (c *Console) requeue(w http.ResponseWriter, q *Req) {
-	if q.R.Method != http.MethodPost {
-		c.fail(w, q, http.StatusMethodNotAllowed, q.L.T("err.notfound"))
-		return
-	}
-	ns, id, ok := splitJob(strings.TrimPrefix(q.R.URL.EscapedPath(), Prefix+"requeue/"))
+	ns, id, ok := c.jobAction(w, q, "requeue")
 	if !ok {
-		c.fail(w, q, http.StatusNotFound, q.L.T("err.notfound"))
-		return
-	}
-	if !q.Caller.CanRead(ns) {
-		c.forbidden(w, q)
 		return
 	}
 	reason := strings.TrimSpace(q.R.PostFormValue("reason"))

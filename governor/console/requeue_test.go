@@ -134,3 +134,23 @@ func TestRequeueWithoutLedgerSaysNotAudited(t *testing.T) {
 	_, body, _ := b.get("/ui/jobs/ml/running?requeued=unaudited&lang=zh")
 	must.StrContains(t, body, "已重新排队")
 }
+
+// TestJobActionPaths: the release and the requeue take only a POST to
+// <action>/<ns>/<id> of a namespace the caller may read (jobAction).
+func TestJobActionPaths(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false, withRunningJob(&recordingApplier{}))
+	for _, action := range []string{"release", "requeue"} {
+		t.Run(action, func(t *testing.T) {
+			b := newBrowser(t, srv)
+			token := b.signIn("ml")
+			status, _, _ := b.get("/ui/" + action + "/ml/held")
+			must.Eq(t, http.StatusMethodNotAllowed, status)
+			status, _, _ = b.post("/ui/"+action+"/ml", url.Values{"csrf": {token}})
+			must.Eq(t, http.StatusNotFound, status)
+			status, _, _ = b.post("/ui/"+action+"/ml/", url.Values{"csrf": {token}})
+			must.Eq(t, http.StatusNotFound, status)
+			status, _, _ = b.post("/ui/"+action+"/secret/x", url.Values{"csrf": {token}})
+			must.Eq(t, http.StatusForbidden, status)
+		})
+	}
+}
