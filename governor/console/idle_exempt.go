@@ -1,11 +1,8 @@
 package console
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,22 +79,6 @@ func (c *Console) writeNamespaceMeta(q *Req, ns, key, val string) (int, error) {
 	if err := c.nomad(q, path, &cur); err != nil {
 		return statusOf(err), fmt.Errorf("reading namespace %q: %w", ns, err)
 	}
-	next := maps.Clone(cur.Meta)
-	if next == nil {
-		next = map[string]string{}
-	}
-	next[key] = val
-	cur.Meta = next
-	body, err := json.Marshal(&cur)
-	if err != nil {
-		return http.StatusInternalServerError, fmt.Errorf("encoding namespace: %w", err)
-	}
-	rec, err := c.call(q.R.Context(), q, c.opts.Nomad, http.MethodPost, path, bytes.NewReader(body))
-	if err != nil {
-		return http.StatusInternalServerError, err
-	}
-	if rec.status/100 != 2 {
-		return rec.status, fmt.Errorf("Nomad refused the change (%d): %s", rec.status, strings.TrimSpace(rec.body.String()))
-	}
-	return http.StatusOK, nil
+	cur.Meta = metaWith(cur.Meta, map[string]string{key: val})
+	return c.postNamespace(q, path, &cur)
 }

@@ -55,3 +55,13 @@ func TestRuntimeKeysInCatalogue(t *testing.T) {
 		must.True(t, ok, must.Sprintf("label %q is not in the catalogue", k))
 	}
 }
+
+// TestMetaWith: the namespace writes (quota form, idle exemption) set
+// their keys on a copy of the meta read, never on the read map itself.
+func TestMetaWith(t *testing.T) {
+	cur := map[string]string{"allot.quota.gpu": "8", "owner": "ml"}
+	got := metaWith(cur, map[string]string{"allot.quota.gpu": "16", "allot.idle.exempt.x": "v"})
+	must.Eq(t, map[string]string{"allot.quota.gpu": "16", "owner": "ml", "allot.idle.exempt.x": "v"}, got)
+	must.Eq(t, map[string]string{"allot.quota.gpu": "8", "owner": "ml"}, cur)
+	must.Eq(t, map[string]string{"k": "v"}, metaWith(nil, map[string]string{"k": "v"}))
+}

@@ -91,13 +91,7 @@ func (c *Console) writeQuota(q *Req, ns string, f quotaForm) (int, error) {
 	if err := c.nomad(q, path, &cur); err != nil {
 		return statusOf(err), fmt.Errorf("reading namespace %q: %w", ns, err)
 	}
-	next := maps.Clone(cur.Meta)
-	if next == nil {
-		next = map[string]string{}
-	}
-	for k, v := range set {
-		next[k] = v
-	}
+	next := metaWith(cur.Meta, set)
 	if _, err := gq.Parse(ns, next, classes); err != nil {
 		return http.StatusBadRequest, fmt.Errorf("not written: %w", err)
 	}
@@ -111,7 +105,13 @@ func (c *Console) writeQuota(q *Req, ns string, f quotaForm) (int, error) {
 		return http.StatusConflict, fmt.Errorf("namespace %q changed while being updated; nothing written, try again", ns)
 	}
 	again.Meta = next
-	body, err := json.Marshal(&again)
+	return c.postNamespace(q, path, &again)
+}
+
+// postNamespace writes ns through the proxy with the caller's token
+// (POST path); the status is the answer's on error.
+func (c *Console) postNamespace(q *Req, path string, ns *api.Namespace) (int, error) {
+	body, err := json.Marshal(ns)
 	if err != nil {
 		return http.StatusInternalServerError, fmt.Errorf("encoding namespace: %w", err)
 	}
@@ -123,6 +123,16 @@ func (c *Console) writeQuota(q *Req, ns string, f quotaForm) (int, error) {
 		return rec.status, fmt.Errorf("Nomad refused the change (%d): %s", rec.status, strings.TrimSpace(rec.body.String()))
 	}
 	return http.StatusOK, nil
+}
+
+// metaWith returns a copy of meta (never nil) with the keys of set set.
+func metaWith(meta, set map[string]string) map[string]string {
+	next := maps.Clone(meta)
+	if next == nil {
+		next = map[string]string{}
+	}
+	maps.Copy(next, set)
+	return next
 }
 
 // statusOf is the HTTP status an error of api or nomad carries.
