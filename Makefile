@@ -173,6 +173,6 @@ dev: build ## Build everything and run a local Nomad with Allot's plugins until 
 	$(BIN)/allotctl dev up $(if $(HA),-ha)
 
 .PHONY: clean
-clean: ## Remove build outputs (keeps bin/nomad unless NOMAD=1)
+clean: ## Remove build outputs (keeps bin/nomad and bin/consul unless NOMAD=1)
 	rm -rf .dev
-	find $(BIN) -mindepth 1 $(if $(NOMAD),,! -name nomad) -delete 2>/dev/null || true
+	find $(BIN) -mindepth 1 $(if $(NOMAD),,! -name nomad ! -name consul) -delete 2>/dev/null || true
