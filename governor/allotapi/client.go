@@ -62,26 +62,11 @@ func (c *Client) Healthy(ctx context.Context) error {
 	return c.get(ctx, "/readyz", &out)
 }
 
+// get reads path and decodes a 200 answer into out.
 func (c *Client) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(c.Address, "/")+path, nil)
+	resp, body, err := c.do(ctx, http.MethodGet, path, nil)
 	if err != nil {
-		return fmt.Errorf("building request: %w", err)
-	}
-	if c.Token != "" {
-		req.Header.Set("X-Nomad-Token", c.Token)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("GET %s: reading body: %w", path, err)
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e Error
@@ -95,4 +80,34 @@ func (c *Client) get(ctx context.Context, path string, out any) error {
 		return fmt.Errorf("GET %s: decoding: %w", path, err)
 	}
 	return nil
+}
+
+// do sends one request to the governor with the client's token (and a
+// JSON content type when it has a body) and returns the answer, its body
+// already read and closed.
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader) (*http.Response, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Address, "/")+path, body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("building request: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Nomad-Token", c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: reading body: %w", method, path, err)
+	}
+	return resp, raw, nil
 }
