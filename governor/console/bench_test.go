@@ -28,12 +28,7 @@ const benchQueue = 10000
 // n queued jobs in 20 namespaces, each asking for cpu, memory and GPUs in
 // one of three pools, with a plan that queues them all.
 func bigGovernor(tb testing.TB, n int) http.Handler {
-	nss := make([]*api.Namespace, 20)
-	for i := range nss {
-		nss[i] = &api.Namespace{Name: fmt.Sprintf("team-%02d", i)}
-	}
-	store := cluster.NewStore(quota.NewBook([]string{"low", "standard", "high"}), nil)
-	store.SetNamespaces(nss)
+	nss, store := teamStore()
 	jobs := make([]*api.Job, 0, n)
 	p := &engine.Plan{Verdicts: map[string]*engine.Verdict{}}
 	tpos := map[string]int{}
@@ -89,15 +84,56 @@ func handlerSession(tb testing.TB, h http.Handler, token string) *http.Cookie {
 	return ck
 }
 
+// teamStore is a store over the 20 namespaces team-00 … team-19 of the
+// big governors.
+func teamStore() ([]*api.Namespace, *cluster.Store) {
+	nss := make([]*api.Namespace, 20)
+	for i := range nss {
+		nss[i] = &api.Namespace{Name: fmt.Sprintf("team-%02d", i)}
+	}
+	store := cluster.NewStore(quota.NewBook([]string{"low", "standard", "high"}), nil)
+	store.SetNamespaces(nss)
+	return nss, store
+}
+
+// getPage serves GET path to h, in process, with the session cookie ck.
+func getPage(h http.Handler, ck *http.Cookie, path string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.AddCookie(ck)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// benchPage serves GET path to h b.N times with the session cookie ck,
+// failing on any status but 200, and reports the p95 of the server times
+// as p95-ms.
+func benchPage(b *testing.B, h http.Handler, ck *http.Cookie, path string) {
+	times := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.AddCookie(ck)
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		times = append(times, time.Since(start))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+	b.StopTimer()
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
+}
+
 // TestBigQueuePage checks what BenchmarkQueuePage renders: page 100 of
 // the 10,000-job queue, rows 4951-5000, pools resolved from the store.
 func TestBigQueuePage(t *testing.T) {
 	h := bigGovernor(t, benchQueue)
 	ck := handlerSession(t, h, "root")
-	req := httptest.NewRequest(http.MethodGet, "/ui/queue?page=100", nil)
-	req.AddCookie(ck)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := getPage(h, ck, "/ui/queue?page=100")
 	must.Eq(t, http.StatusOK, rec.Code)
 	body := rec.Body.String()
 	must.StrContains(t, body, "10000 match of 10000 you can see (10000 queued in all)")
@@ -117,23 +153,7 @@ func BenchmarkQueuePage(b *testing.B) {
 		b.Run(strings.TrimPrefix(path, "/ui/queue?"), func(b *testing.B) {
 			h := bigGovernor(b, benchQueue)
 			ck := handlerSession(b, h, "root")
-			times := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				req := httptest.NewRequest(http.MethodGet, path, nil)
-				req.AddCookie(ck)
-				rec := httptest.NewRecorder()
-				start := time.Now()
-				h.ServeHTTP(rec, req)
-				times = append(times, time.Since(start))
-				if rec.Code != http.StatusOK {
-					b.Fatalf("status %d", rec.Code)
-				}
-			}
-			b.StopTimer()
-			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-			b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
+			benchPage(b, h, ck, path)
 		})
 	}
 }
@@ -143,10 +163,7 @@ func BenchmarkQueuePage(b *testing.B) {
 func TestBigTenantPage(t *testing.T) {
 	h := bigGovernor(t, benchQueue)
 	ck := handlerSession(t, h, "root")
-	req := httptest.NewRequest(http.MethodGet, "/ui/tenants/team-00", nil)
-	req.AddCookie(ck)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := getPage(h, ck, "/ui/tenants/team-00")
 	must.Eq(t, http.StatusOK, rec.Code)
 	body := rec.Body.String()
 	must.StrContains(t, body, "The first 200 of 502 jobs (queued jobs first).")

@@ -4,21 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/ledger"
-	"github.com/allot-sh/allot/governor/quota"
 	"github.com/allot-sh/allot/governor/server"
 )
 
@@ -73,12 +69,7 @@ func bigLedgerGovernor(tb testing.TB, now time.Time, size ledgerSize) http.Handl
 	}
 	must.NoError(tb, db.Append(ctx, entries...))
 
-	nss := make([]*api.Namespace, 20)
-	for i := range nss {
-		nss[i] = &api.Namespace{Name: fmt.Sprintf("team-%02d", i)}
-	}
-	store := cluster.NewStore(quota.NewBook([]string{"low", "standard", "high"}), nil)
-	store.SetNamespaces(nss)
+	_, store := teamStore()
 	store.Reset(&cluster.Initial{})
 	s := &server.Server{Plans: fixedPlan{&engine.Plan{Verdicts: map[string]*engine.Verdict{}}}, Store: store, Proxy: newFakeNomad(),
 		Auth: fakeAuth{t: tb}, Log: hclog.NewNullLogger(), Now: func() time.Time { return now },
@@ -104,10 +95,7 @@ func TestBigReportPages(t *testing.T) {
 		reportPages[5]: {"33 entries, newest first"}, // the default window, 24 hours
 	}
 	for _, path := range reportPages {
-		req := httptest.NewRequest(http.MethodGet, path, nil)
-		req.AddCookie(ck)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := getPage(h, ck, path)
 		must.Eq(t, http.StatusOK, rec.Code, must.Sprint(path))
 		for _, s := range want[path] {
 			must.StrContains(t, rec.Body.String(), s, must.Sprint(path))
@@ -135,23 +123,7 @@ func BenchmarkReportPages(b *testing.B) {
 		b.Run(strings.TrimPrefix(path, "/ui/"), func(b *testing.B) {
 			h := bigLedgerGovernor(b, time.Now().UTC(), benchLedger)
 			ck := handlerSession(b, h, "root")
-			times := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				req := httptest.NewRequest(http.MethodGet, path, nil)
-				req.AddCookie(ck)
-				rec := httptest.NewRecorder()
-				start := time.Now()
-				h.ServeHTTP(rec, req)
-				times = append(times, time.Since(start))
-				if rec.Code != http.StatusOK {
-					b.Fatalf("status %d", rec.Code)
-				}
-			}
-			b.StopTimer()
-			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-			b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
+			benchPage(b, h, ck, path)
 		})
 	}
 }
