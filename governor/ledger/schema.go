@@ -82,8 +82,23 @@ var migrations = []string{
 var SchemaVersion = len(migrations)
 
 // migrate applies every migration the database has not seen, each in its
-// own transaction together with its row in ledger_migrations.
+// own transaction together with its row in ledger_migrations. On
+// PostgreSQL several governors may start at once against one database
+// (HA): they take turns under an advisory lock (see lockMigrations).
 func (d *DB) migrate(ctx context.Context) error {
+	if d.driver == DriverPostgres {
+		unlock, err := d.lockMigrations(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	return d.migrateLocked(ctx)
+}
+
+// migrateLocked runs the migrations; on PostgreSQL the caller holds the
+// migration lock.
+func (d *DB) migrateLocked(ctx context.Context) error {
 	if _, err := d.sql.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS ledger_migrations
 		(version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)`); err != nil {
 		return fmt.Errorf("creating ledger_migrations: %w", err)
