@@ -54,6 +54,17 @@ type haEnv struct {
 	peakMu sync.Mutex
 	peak   int
 	stop   context.CancelFunc
+	opts   haEnvOptions
+}
+
+// haEnvOptions are what some HA tests add to the plain pair (zero value:
+// no ACLs, nothing added to the governors' config).
+type haEnvOptions struct {
+	// ACL turns Nomad's ACLs on; the governors and the env's clients use
+	// the management token.
+	ACL bool
+	// GovConfig returns extra governor config (HCL) for the governor name.
+	GovConfig func(name string) string
 }
 
 func haSetting(name, def string) string {
@@ -63,11 +74,14 @@ func haSetting(name, def string) string {
 	return def
 }
 
-func newHAEnv(t testing.TB) *haEnv {
+func newHAEnv(t testing.TB) *haEnv { return newHAEnvWith(t, haEnvOptions{}) }
+
+// newHAEnvWith is newHAEnv with options.
+func newHAEnvWith(t testing.TB, o haEnvOptions) *haEnv {
 	dir := t.TempDir()
-	c := testcluster.New(t, testcluster.Options{Clients: []testcluster.ClientSpec{{Name: "ha-1"}}})
+	c := testcluster.New(t, testcluster.Options{ACL: o.ACL, Clients: []testcluster.ClientSpec{{Name: "ha-1"}}})
 	consul := testcluster.StartConsul(t)
-	e := &haEnv{t: t, c: c, log: &writeLog{}, dir: dir}
+	e := &haEnv{t: t, c: c, log: &writeLog{}, dir: dir, opts: o}
 	_, err := c.API.Namespaces().Register(&api.Namespace{Name: haNS, Meta: map[string]string{
 		"allot.quota.cpu": fmt.Sprint(haLimitCPU), "allot.limit.cpu": fmt.Sprint(haLimitCPU)}}, nil)
 	must.NoError(t, err)
@@ -100,12 +114,24 @@ ha {
   %s
   member_id   = %q
 }
-`, px.Addr(), haSetting("HA_SESSION_TTL", "10s"), haSetting("HA_LOCK_DELAY", "1s"), check, name)
+`, px.Addr(), haSetting("HA_SESSION_TTL", "10s"), haSetting("HA_LOCK_DELAY", "1s"), check, name) + e.extraConfig(name)
 	p := filepath.Join(e.dir, name+".hcl")
 	must.NoError(e.t, os.WriteFile(p, []byte(cfg), 0o644))
 	nomad := recordingProxy(e.t, e.log, name, e.c.Addr())
 	g := e.c.StartGovernorWith(testcluster.GovernorOptions{Name: name, NomadAddr: nomad, Args: []string{"-config", p}})
-	return &haGov{name: name, g: g, consul: px, api: &allotapi.Client{Address: g.Addr}}
+	return &haGov{name: name, g: g, consul: px, api: &allotapi.Client{Address: g.Addr, Token: e.c.ManagementToken()}}
+}
+
+// extraConfig is the governor config the options add for name.
+func (e *haEnv) extraConfig(name string) string {
+	var extra string
+	if tok := e.c.ManagementToken(); tok != "" {
+		extra = fmt.Sprintf("nomad {\n  token = %q\n}\n", tok)
+	}
+	if e.opts.GovConfig != nil {
+		extra += e.opts.GovConfig(name) + "\n"
+	}
+	return extra
 }
 
 // sampleUsage records the tenant's peak usage (allocations Nomad runs or
