@@ -70,6 +70,13 @@ type env struct {
 }
 
 func newEnv(t testing.TB) *env {
+	return newGPUEnv(t, map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "4"},
+		map[string]string{"allot.quota.gpu": "2", "allot.limit.gpu": "4"})
+}
+
+// newGPUEnv starts a cluster of two 4-H200 nodes (pool gpu), creates the
+// namespaces team-a and team-b with the meta given, and a governor.
+func newGPUEnv(t testing.TB, teamA, teamB map[string]string) *env {
 	dir := t.TempDir()
 	var clients []testcluster.ClientSpec
 	for _, name := range []string{"gpu-1", "gpu-2"} {
@@ -83,8 +90,8 @@ func newEnv(t testing.TB) *env {
 	nomad, err := testcluster.NomadBinary()
 	must.NoError(t, err)
 	e := &env{t: t, c: c, nomad: nomad, dir: dir}
-	e.namespace("team-a", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "4"})
-	e.namespace("team-b", map[string]string{"allot.quota.gpu": "2", "allot.limit.gpu": "4"})
+	e.namespace("team-a", teamA)
+	e.namespace("team-b", teamB)
 	e.g = c.StartGovernor("-config", e.writeConfig())
 	e.gov = &allotapi.Client{Address: e.g.Addr}
 	return e

@@ -12,9 +12,6 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
-
-	"github.com/allot-sh/allot/governor/allotapi"
-	"github.com/allot-sh/allot/internal/testcluster"
 )
 
 // phantomRounds is how often TestE2E_NoPhantomCapacity repeats the
@@ -37,42 +34,13 @@ func TestE2E_NoPhantomCapacity(t *testing.T) {
 	t.Run("an admission Nomad blocks says so", e.blockedAdmission)
 }
 
-// spreadTmpl asks for three allocations on distinct hosts of the
-// two-node pool: the engine does not model distinct_hosts, so it admits
-// the job, and Nomad places two and blocks the third.
-const spreadTmpl = `
-job "spread" {
-  namespace = "team-a"
-  type      = "batch"
-  node_pool = "gpu"
-  constraint {
-    operator = "distinct_hosts"
-    value    = "true"
-  }
-  group "g" {
-    count = 3
-    task "t" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sleep"
-        args    = ["600"]
-      }
-      resources {
-        cpu    = 100
-        memory = 32
-      }
-    }
-  }
-}
-`
-
 // blockedAdmission: a job the governor admitted but Nomad could not
 // place in full is reported "blocked in Nomad", not "running under
 // Nomad".
 func (e *env) blockedAdmission(t *testing.T) {
 	t.Cleanup(func() { e.purge(t, map[string][]string{"team-a": {"spread"}}) })
 	p := filepath.Join(e.dir, "spread.nomad.hcl")
-	must.NoError(t, os.WriteFile(p, []byte(spreadTmpl), 0o644))
+	must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(distinctHostsTmpl, "spread", "team-a")), 0o644))
 	out := e.nomadCLI(t, "job", "run", "-detach", p)
 	must.StrContains(t, out, "admitted")
 	e.c.Eventually(60*time.Second, "Nomad blocks the third allocation", func() error {
@@ -91,24 +59,8 @@ func (e *env) blockedAdmission(t *testing.T) {
 }
 
 func newPhantomEnv(t *testing.T) *env {
-	dir := t.TempDir()
-	var clients []testcluster.ClientSpec
-	for _, name := range []string{"gpu-1", "gpu-2"} {
-		p := filepath.Join(dir, name+".hcl")
-		must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(inventory, name)), 0o644))
-		clients = append(clients, testcluster.ClientSpec{Name: name, NodePool: "gpu",
-			PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", p)},
-			Ready:        testcluster.HasDevices("nvidia/gpu/H200", 4)})
-	}
-	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: clients})
-	nomad, err := testcluster.NomadBinary()
-	must.NoError(t, err)
-	e := &env{t: t, c: c, nomad: nomad, dir: dir}
-	e.namespace("team-a", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"})
-	e.namespace("team-b", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"})
-	e.g = c.StartGovernor("-config", e.writeConfig())
-	e.gov = &allotapi.Client{Address: e.g.Addr}
-	return e
+	return newGPUEnv(t, map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"},
+		map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"})
 }
 
 // phantomRound runs one borrow-then-claim round and removes its jobs.

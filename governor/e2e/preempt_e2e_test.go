@@ -64,12 +64,15 @@ job %q {
 }
 `
 
-// gangTmpl asks for three allocations on distinct hosts of a two-node
-// pool: the engine does not model distinct_hosts, so it admits the job,
-// and Nomad can place only two.
-const gangTmpl = `
-job "gang" {
-  namespace = "team-c"
+// gangTmpl is the gang job Nomad can only partly place.
+var gangTmpl = fmt.Sprintf(distinctHostsTmpl, "gang", "team-c")
+
+// distinctHostsTmpl (job ID, namespace) asks for three allocations on
+// distinct hosts of the two-node pool gpu: the engine does not model
+// distinct_hosts, so it admits the job, and Nomad can place only two.
+const distinctHostsTmpl = `
+job %q {
+  namespace = %q
   type      = "batch"
   node_pool = "gpu"
   constraint {
