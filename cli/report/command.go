@@ -156,8 +156,6 @@ func noArgs(c *cli.Context) error {
 
 func f2(x float64) string { return fmt.Sprintf("%.2f", x) }
 
-func hours(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/3.6e6) }
-
 // reportAction is the action of one report: the time window (and the
 // -by grouping when grouped), one GET of path, rendered by table.
 func reportAction[T any](path string, grouped bool, table func(T) ([]string, [][]string)) cli.ActionFunc {

@@ -23,7 +23,7 @@ func costCommand() *cli.Command {
 // CostTable renders cost rows, then one row per idle pool and model, then
 // the total.
 func CostTable(out ledger.CostAnswer) ([]string, [][]string) {
-	by := keyColumns(out.By)
+	by := ledger.UsageKeyColumns(out.By)
 	header := append(titles(by), "Device-h", "Allocated", "Used", "Coverage", "Idle share", "Currency")
 	var rows [][]string
 	for _, r := range out.Rows {

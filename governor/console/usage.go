@@ -2,7 +2,6 @@ package console
 
 import (
 	"encoding/csv"
-	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -158,7 +157,7 @@ func (c *Console) usage(w http.ResponseWriter, q *Req) {
 		return
 	}
 	d.CSVURL = Prefix + "usage.csv?" + p.Encode()
-	_, d.Rows = UsageTable(ua)
+	_, d.Rows = ledger.UsageTable(ua)
 	d.Header = usageHeader(q.L, ua.By)
 	d.Bars, d.ChartH = usageChart(ua)
 	var ca ledger.CostAnswer
@@ -195,7 +194,7 @@ func (c *Console) usageCSV(w http.ResponseWriter, q *Req) {
 		http.Error(w, err.Error(), statusOf(err))
 		return
 	}
-	header, rows := UsageTable(ua)
+	header, rows := ledger.UsageTable(ua)
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="allot-usage.csv"`)
 	cw := csv.NewWriter(w)
@@ -203,47 +202,15 @@ func (c *Console) usageCSV(w http.ResponseWriter, q *Req) {
 	_ = cw.WriteAll(rows)
 }
 
-// UsageTable renders usage rows with the columns and number formats of
-// `allotctl report usage` (cli/report.UsageTable; TestUsageTableMatchesCLI
-// holds them equal): the grouping columns, then the numbers.
-func UsageTable(out ledger.UsageAnswer) ([]string, [][]string) {
-	by := keyColumns(out.By)
-	header := make([]string, 0, len(by)+9)
-	for _, b := range by {
-		header = append(header, strings.ToUpper(b[:1])+b[1:])
-	}
-	header = append(header, "Allocs", "Device-h", "Used device-h", "Run h", "Wait h", "Failed", "Preempted",
-		"Restarts", "Lost work h")
-	rows := make([][]string, 0, len(out.Rows))
-	for _, u := range out.Rows {
-		r := make([]string, 0, len(header))
-		for _, b := range by {
-			k := u.Key[b]
-			if k == "" {
-				k = "-"
-			}
-			r = append(r, k)
-		}
-		used := "-"
-		if u.UsedSampledMS != 0 {
-			used = hours(u.UsedDeviceMS)
-		}
-		r = append(r, fmt.Sprint(u.Allocations), hours(u.DeviceMS), used, hours(u.RunMS), hours(u.WaitMS),
-			fmt.Sprint(u.Failures), fmt.Sprint(u.Preemptions), fmt.Sprint(u.Restarts), hours(u.LostWorkMS))
-		rows = append(rows, r)
-	}
-	return header, rows
-}
-
-// usageColumns are the catalogue keys of UsageTable's number columns.
+// usageColumns are the catalogue keys of ledger.UsageTable's number columns.
 var usageColumns = []string{"usage.col.allocs", "usage.devh", "usage.col.used", "usage.col.run", "usage.col.wait",
 	"usage.col.failed", "usage.col.preempted", "usage.col.restarts", "usage.col.lost"}
 
-// usageHeader is UsageTable's header in the page's language (the CSV
+// usageHeader is ledger.UsageTable's header in the page's language (the CSV
 // keeps allotctl's English one).
 func usageHeader(l Lang, by []string) []string {
 	var out []string
-	for _, b := range keyColumns(by) {
+	for _, b := range ledger.UsageKeyColumns(by) {
 		out = append(out, l.T(groupColumn(b)))
 	}
 	for _, k := range usageColumns {
@@ -261,17 +228,6 @@ func groupColumn(by string) string {
 	return "usage.col." + by
 }
 
-// keyColumns is by, with tenant added in front where job needs it.
-func keyColumns(by []string) []string {
-	out := append([]string(nil), by...)
-	if contains(by, "job") && !contains(by, "tenant") {
-		out = append([]string{"tenant"}, out...)
-	}
-	return out
-}
-
-func hours(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/3.6e6) }
-
 func contains(xs []string, x string) bool {
 	for _, v := range xs {
 		if v == x {
@@ -284,7 +240,7 @@ func contains(xs []string, x string) bool {
 // groupLabel joins a row's key values in by's order.
 func groupLabel(key map[string]string, by []string) string {
 	parts := make([]string, 0, len(by))
-	for _, b := range keyColumns(by) {
+	for _, b := range ledger.UsageKeyColumns(by) {
 		if v := key[b]; v != "" {
 			parts = append(parts, v)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
-	clireport "github.com/allot-sh/allot/cli/report"
 	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
@@ -150,12 +149,13 @@ func TestUsageViewAndCSVMatchAllotctl(t *testing.T) {
 			must.StrHasPrefix(t, "text/csv", resp.Header.Get("Content-Type"))
 
 			// What allotctl report usage -csv prints for the same window:
-			// the API's answer through the CLI's own table.
+			// the API's answer through the table the CLI prints
+			// (ledger.UsageTable).
 			u, err := url.Parse(link)
 			must.NoError(t, err)
 			var ua ledger.UsageAnswer
 			apiGet(t, srv, tc.token, "/allot/v1/usage?"+u.RawQuery, &ua)
-			header, rows := clireport.UsageTable(ua)
+			header, rows := ledger.UsageTable(ua)
 			var want strings.Builder
 			w := csv.NewWriter(&want)
 			must.NoError(t, w.Write(header))
