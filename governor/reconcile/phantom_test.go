@@ -124,8 +124,8 @@ func borrowThenClaim(t *testing.T) *phantomEnv {
 }
 
 // preempt runs the cycle that preempts for the claim and returns the
-// victim's key and allocation.
-func (e *phantomEnv) preempt() (string, string) {
+// victim's job, its allocation and the allocation's node.
+func (e *phantomEnv) preempt() (string, string, string) {
 	t := e.t
 	acts, p := e.cycle()
 	must.SliceLen(t, 1, p.Preemptions)
@@ -134,9 +134,18 @@ func (e *phantomEnv) preempt() (string, string) {
 	must.Eq(t, engine.Requeue, acts[v.Namespace+"/"+v.JobID])
 	must.MapNotContainsKey(t, acts, "team-a/claim", must.Sprint("the claim waits for the victim"))
 	if v.JobID == "borrow0" {
-		return "borrow0", "b0"
+		return "borrow0", "b0", "n1"
 	}
-	return "borrow1", "b1"
+	return "borrow1", "b1", "n2"
+}
+
+// victimStopped: the victim's client reports its allocation complete, and
+// the next cycle admits the claim.
+func (e *phantomEnv) victimStopped(victim, allocID, node string) {
+	e.t.Helper()
+	e.alloc(allocID, "team-b", victim, node, "stop", "complete")
+	acts, _ := e.cycle()
+	must.Eq(e.t, engine.Admit, acts["team-a/claim"], must.Sprint("admitted once Nomad freed the GPUs"))
 }
 
 // claimWaits runs a cycle and requires that it does not admit the claim.
@@ -152,8 +161,7 @@ func (e *phantomEnv) claimWaits(when string) {
 
 func TestPhantom_VictimHoldsItsGPUsUntilItsClientStopsIt(t *testing.T) {
 	e := borrowThenClaim(t)
-	victim, allocID := e.preempt()
-	node := map[string]string{"b0": "n1", "b1": "n2"}[allocID]
+	victim, allocID, node := e.preempt()
 	// Nomad has stored the victim held; its scheduler has not planned the
 	// stop yet.
 	e.job("team-b", victim, "running")
@@ -175,18 +183,13 @@ func TestPhantom_VictimHoldsItsGPUsUntilItsClientStopsIt(t *testing.T) {
 	}
 	must.Eq(t, 1, stopping)
 	// The client reports it finished: the GPUs are free.
-	e.alloc(allocID, "team-b", victim, node, "stop", "complete")
-	acts, _ := e.cycle()
-	must.Eq(t, engine.Admit, acts["team-a/claim"], must.Sprint("admitted once Nomad freed the GPUs"))
+	e.victimStopped(victim, allocID, node)
 }
 
 func TestPhantom_RegistrationStatusDeadKeepsTheReservation(t *testing.T) {
 	e := borrowThenClaim(t)
-	victim, allocID := e.preempt()
-	node := map[string]string{"b0": "n1", "b1": "n2"}[allocID]
-	e.alloc(allocID, "team-b", victim, node, "stop", "complete")
-	acts, _ := e.cycle()
-	must.Eq(t, engine.Admit, acts["team-a/claim"])
+	victim, allocID, node := e.preempt()
+	e.victimStopped(victim, allocID, node)
 	// Nomad stores the admission in two transactions at one index: the
 	// job first, with the status computed before its new evaluation
 	// exists ("dead": every earlier allocation and evaluation finished),
@@ -208,11 +211,8 @@ func TestPhantom_RegistrationStatusDeadKeepsTheReservation(t *testing.T) {
 
 func TestPhantom_AdmittedButBlockedInNomadSaysSo(t *testing.T) {
 	e := borrowThenClaim(t)
-	victim, allocID := e.preempt()
-	node := map[string]string{"b0": "n1", "b1": "n2"}[allocID]
-	e.alloc(allocID, "team-b", victim, node, "stop", "complete")
-	acts, _ := e.cycle()
-	must.Eq(t, engine.Admit, acts["team-a/claim"])
+	victim, allocID, node := e.preempt()
+	e.victimStopped(victim, allocID, node)
 	version := *e.mem.jobs["team-a/claim"].JobModifyIndex
 	e.job("team-a", "claim", "pending")
 	_, p := e.cycle()
@@ -222,7 +222,7 @@ func TestPhantom_AdmittedButBlockedInNomadSaysSo(t *testing.T) {
 	e.apply(api.TopicEvaluation, map[string]any{"Evaluation": &api.Evaluation{ID: "ev-blocked", Namespace: "team-a",
 		JobID: "claim", Status: api.EvalStatusBlocked, TriggeredBy: "queued-allocs", JobModifyIndex: version}})
 	must.True(t, e.r.Store.Blocked("team-a", "claim"))
-	acts, p = e.cycle()
+	acts, p := e.cycle()
 	v := p.Verdicts["team-a/claim"]
 	must.Eq(t, engine.Admitted, v.State)
 	must.StrContains(t, v.Reason, "blocked in Nomad")
