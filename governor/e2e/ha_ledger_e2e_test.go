@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,9 @@ func TestE2E_HALedger(t *testing.T) {
 	checkOneSegmentEach(t, db, e.allocTruth())
 	e.sameUsage(db, newLeader, newStandby, "after the failover")
 	checkOnlyLeaderWrote(t, db, leader.name, newLeader.name, killedAt)
+	// Last, as the standby writes the ledger here (the one write it may
+	// make: the actor of a namespace change through its proxy).
+	e.checkAuditThroughStandby(base, newStandby)
 	e.checkWriteLog()
 	t.Logf("TestE2E_HALedger wall time %s", time.Since(began).Round(time.Second))
 }
@@ -349,4 +353,60 @@ func checkOnlyLeaderWrote(t *testing.T, db *sql.DB, oldLeader, newLeader string,
 	must.Positive(t, counts[oldLeader+"/false"], must.Sprint("the first leader wrote the ledger"))
 	must.Positive(t, counts[newLeader+"/true"], must.Sprint("the new leader writes the ledger"))
 	must.MapLen(t, 2, counts, must.Sprint("no other writer: not the standby, not the deposed governor after the new term's first write"))
+}
+
+// checkAuditThroughStandby: a namespace meta change through the standby's
+// proxy is audited once, in the shared chain, with the caller's token
+// accessor (only the governor the request passes knows it); the leader's
+// poll of Nomad does not record it again as actor unknown. A later change
+// straight to Nomad, audited by the leader as unknown, shows that the
+// leader's poll ran after the standby's entry.
+func (e *haEnv) checkAuditThroughStandby(dsn string, standby *haGov) {
+	e.t.Helper()
+	lg, err := ledger.Open(context.Background(), ledger.DriverPostgres, dsn)
+	must.NoError(e.t, err)
+	defer lg.Close()
+	self, _, err := e.c.API.ACLTokens().Self(nil)
+	must.NoError(e.t, err)
+	via, err := api.NewClient(&api.Config{Address: standby.g.Addr, SecretID: e.c.ManagementToken()})
+	must.NoError(e.t, err)
+	setWeight := func(c *api.Client, w string) {
+		ns, _, err := e.c.API.Namespaces().Info(haNS, nil)
+		must.NoError(e.t, err)
+		ns.Meta["allot.weight"] = w
+		_, err = c.Namespaces().Register(ns, nil)
+		must.NoError(e.t, err)
+	}
+	setWeight(via, "7")
+	setWeight(e.c.API, "8")
+	var es []ledger.Entry
+	e.c.Eventually(30*time.Second, "the direct change audited", func() error {
+		es, err = lg.Entries(context.Background(), ledger.AuditQuery{Kind: ledger.KindNamespaceMeta, Namespaces: []string{haNS}})
+		if err != nil {
+			return err
+		}
+		if len(weightChanges(es, "8")) == 0 {
+			return fmt.Errorf("no entry for allot.weight=8 yet among %d", len(es))
+		}
+		return nil
+	})
+	mine := weightChanges(es, "7")
+	must.Len(e.t, 1, mine, must.Sprintf("the change through the standby, audited once: %+v", es))
+	must.Eq(e.t, self.AccessorID, mine[0].Actor)
+	must.Eq(e.t, ledger.ActorUnknown, weightChanges(es, "8")[0].Actor)
+	n, err := lg.Verify(context.Background())
+	must.NoError(e.t, err)
+	e.t.Logf("namespace change through the standby audited once with the caller's accessor; audit chain of %d entries verified", n)
+}
+
+// weightChanges are the entries that set allot.weight to w.
+func weightChanges(es []ledger.Entry, w string) []ledger.Entry {
+	var out []ledger.Entry
+	v := fmt.Sprintf("allot.weight=%q", w)
+	for _, x := range es {
+		if strings.Contains(x.New, v) && !strings.Contains(x.Old, v) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
