@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"math/rand"
 	"testing"
 	"time"
@@ -115,14 +114,7 @@ func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
 		for cycle := 0; cycle < 90; cycle++ {
 			s.Now = s.Now.Add(5 * time.Second)
 			w.finish()
-			for n := r.Intn(3); n > 0; n-- {
-				tn := fmt.Sprintf("t%d", r.Intn(len(s.Tenants)))
-				w.seq++
-				j := mkJob(tn, fmt.Sprintf("new%d", w.seq)).Class([]string{"low", "standard", "high"}[r.Intn(3)]).
-					Pool("gpu").Count(1+r.Intn(3)).Device("nvidia/gpu", 1).QueuedAt(s.Now).Build()
-				s.Jobs = append(s.Jobs, j)
-				w.ends[j.Key()] = s.Now.Add(time.Duration(30+r.Intn(400)) * time.Second)
-			}
+			w.arrive(r, 30, 400)
 			for _, a := range s.Allocs { // every job checkpoints every 2 minutes
 				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
 					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)

@@ -97,14 +97,7 @@ func TestPropertyNoPreemptionLoops(t *testing.T) {
 		for cycle := 0; cycle < 60; cycle++ {
 			s.Now = s.Now.Add(5 * time.Second)
 			w.finish()
-			for n := r.Intn(3); n > 0; n-- {
-				t := fmt.Sprintf("t%d", r.Intn(len(s.Tenants)))
-				w.seq++
-				j := mkJob(t, fmt.Sprintf("new%d", w.seq)).Class([]string{"low", "standard", "high"}[r.Intn(3)]).
-					Pool("gpu").Count(1+r.Intn(3)).Device("nvidia/gpu", 1).QueuedAt(s.Now).Build()
-				s.Jobs = append(s.Jobs, j)
-				w.ends[j.Key()] = s.Now.Add(time.Duration(10+r.Intn(120)) * time.Second)
-			}
+			w.arrive(r, 10, 120)
 			preemptions += len(w.step().Preemptions)
 		}
 		must.SliceEmpty(t, w.preemptedBack(), must.Sprintf("seed %d", seed))

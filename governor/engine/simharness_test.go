@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/rand"
 	"sort"
 	"time"
 )
@@ -60,6 +61,20 @@ func (w *world) apply(d Decision) {
 			}
 		}
 		w.dropAllocs(j)
+	}
+}
+
+// arrive submits up to two random jobs of random tenants (class low,
+// standard or high; 1-3 allocations of one GPU in pool gpu), each to run
+// minRun plus up to spread seconds.
+func (w *world) arrive(r *rand.Rand, minRun, spread int) {
+	for n := r.Intn(3); n > 0; n-- {
+		tn := fmt.Sprintf("t%d", r.Intn(len(w.s.Tenants)))
+		w.seq++
+		j := mkJob(tn, fmt.Sprintf("new%d", w.seq)).Class([]string{"low", "standard", "high"}[r.Intn(3)]).
+			Pool("gpu").Count(1+r.Intn(3)).Device("nvidia/gpu", 1).QueuedAt(w.s.Now).Build()
+		w.s.Jobs = append(w.s.Jobs, j)
+		w.ends[j.Key()] = w.s.Now.Add(time.Duration(minRun+r.Intn(spread)) * time.Second)
 	}
 }
 
