@@ -146,21 +146,7 @@ func (e *Env) startConsul(ctx context.Context, out io.Writer) error {
 // waitConsulLeader polls /v1/status/leader until the agent names one.
 func waitConsulLeader(ctx context.Context, p *proc.Process, base string) error {
 	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := consulLeader(client, base)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-p.Exited():
-			return fmt.Errorf("consul exited (see %s)", p.LogPath)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for Consul's leader: %w: %v", ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	return p.Poll(ctx, "Consul's leader", 200*time.Millisecond, func() error { return consulLeader(client, base) })
 }
 
 func consulLeader(client *http.Client, base string) error {

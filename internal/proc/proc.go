@@ -83,10 +83,18 @@ func (p *Process) Kill() {
 // exits or ctx ends.
 func (p *Process) WaitHTTP(ctx context.Context, url string) error {
 	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(100 * time.Millisecond)
+	return p.Poll(ctx, url, 100*time.Millisecond, func() error { return get(client, url) })
+}
+
+// Poll calls check every interval until it returns nil. It fails early
+// when the process exits (an error wrapping ErrExited that names the
+// binary and its log) or when ctx ends (naming what was awaited, with
+// check's last error).
+func (p *Process) Poll(ctx context.Context, what string, interval time.Duration, check func() error) error {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		last := get(client, url)
+		last := check()
 		if last == nil {
 			return nil
 		}
@@ -94,7 +102,7 @@ func (p *Process) WaitHTTP(ctx context.Context, url string) error {
 		case <-p.done:
 			return fmt.Errorf("%s: %w (see %s)", p.cmd.Path, ErrExited, p.LogPath)
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w: %v", url, ctx.Err(), last)
+			return fmt.Errorf("waiting for %s: %w: %v", what, ctx.Err(), last)
 		case <-tick.C:
 		}
 	}

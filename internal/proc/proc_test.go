@@ -38,6 +38,27 @@ func TestWaitHTTP_ReturnsOnceHealthy(t *testing.T) {
 	must.NoError(t, p.WaitHTTP(ctx, "http://"+l.Addr().String()+"/healthz"))
 }
 
+// TestPoll: Poll returns once check succeeds, and a context that ends
+// first names what was awaited and check's last error.
+func TestPoll(t *testing.T) {
+	p, err := Start("/bin/sleep", []string{"600"}, nil, filepath.Join(t.TempDir(), "log"))
+	must.NoError(t, err)
+	t.Cleanup(p.Kill)
+	calls := 0
+	must.NoError(t, p.Poll(context.Background(), "three calls", time.Millisecond, func() error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}))
+	must.Eq(t, 3, calls)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	err = p.Poll(ctx, "a leader", time.Millisecond, func() error { cancel(); return errors.New("no leader yet") })
+	must.ErrorIs(t, err, context.Canceled)
+	must.EqError(t, err, "waiting for a leader: context canceled: no leader yet")
+}
+
 func TestStop_EscalatesToKill(t *testing.T) {
 	// The shell ignores SIGTERM, so Stop must fall back to SIGKILL.
 	log := filepath.Join(t.TempDir(), "log")

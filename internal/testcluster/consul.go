@@ -124,21 +124,7 @@ func (c *Consul) Stop() {
 // early when the agent exits.
 func (c *Consul) waitLeader(ctx context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		last := leaderOf(client, c.URL())
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-c.p.Exited():
-			return fmt.Errorf("consul exited (see %s)", c.LogPath)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for a leader: %w: %v", ctx.Err(), last)
-		case <-tick.C:
-		}
-	}
+	return c.p.Poll(ctx, "a leader", pollInterval, func() error { return leaderOf(client, c.URL()) })
 }
 
 // leaderOf returns nil when the agent at url reports a leader.
