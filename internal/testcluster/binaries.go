@@ -39,17 +39,21 @@ func RepoRoot() (string, error) { return repo.Root() }
 
 // NomadBinary returns the Nomad agent to run: $NOMAD_BINARY when set, else
 // bin/nomad in the repository (built by `make bin/nomad`).
-func NomadBinary() (string, error) {
-	if p := os.Getenv("NOMAD_BINARY"); p != "" {
+func NomadBinary() (string, error) { return repoBinary("NOMAD_BINARY", "nomad", "make test") }
+
+// repoBinary returns $env when set, else bin/<name> in the repository,
+// which must exist; the error says to run `make bin/<name>` (or also).
+func repoBinary(env, name, also string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(root, "bin", "nomad")
+	p := filepath.Join(root, "bin", name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make bin/nomad` (or make test) first: %w", p, err)
+		return "", fmt.Errorf("%s is missing: run `make bin/%s` (or %s) first: %w", p, name, also, err)
 	}
 	return p, nil
 }

@@ -31,20 +31,7 @@ type Consul struct {
 
 // ConsulBinary returns the Consul agent to run: $CONSUL_BINARY when set,
 // else bin/consul in the repository (built by `make bin/consul`).
-func ConsulBinary() (string, error) {
-	if p := os.Getenv("CONSUL_BINARY"); p != "" {
-		return p, nil
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(root, "bin", "consul")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make bin/consul` (or make build) first: %w", p, err)
-	}
-	return p, nil
-}
+func ConsulBinary() (string, error) { return repoBinary("CONSUL_BINARY", "consul", "make build") }
 
 // consulConfig is the dev agent's config: loopback only, no update check,
 // every port free and chosen here, no WAN, no gRPC TLS, DNS on loopback
