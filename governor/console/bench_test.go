@@ -105,6 +105,15 @@ func getPage(h http.Handler, ck *http.Cookie, path string) *httptest.ResponseRec
 	return rec
 }
 
+// bigPage is the page at path of a 10,000-job governor, as an operator
+// sees it.
+func bigPage(t *testing.T, path string) string {
+	h := bigGovernor(t, benchQueue)
+	rec := getPage(h, handlerSession(t, h, "root"), path)
+	must.Eq(t, http.StatusOK, rec.Code)
+	return rec.Body.String()
+}
+
 // benchPage serves GET path to h b.N times with the session cookie ck,
 // failing on any status but 200, and reports the p95 of the server times
 // as p95-ms.
@@ -131,11 +140,7 @@ func benchPage(b *testing.B, h http.Handler, ck *http.Cookie, path string) {
 // TestBigQueuePage checks what BenchmarkQueuePage renders: page 100 of
 // the 10,000-job queue, rows 4951-5000, pools resolved from the store.
 func TestBigQueuePage(t *testing.T) {
-	h := bigGovernor(t, benchQueue)
-	ck := handlerSession(t, h, "root")
-	rec := getPage(h, ck, "/ui/queue?page=100")
-	must.Eq(t, http.StatusOK, rec.Code)
-	body := rec.Body.String()
+	body := bigPage(t, "/ui/queue?page=100")
 	must.StrContains(t, body, "10000 match of 10000 you can see (10000 queued in all)")
 	must.Eq(t, 50, strings.Count(body, "<tr data-position="))
 	must.StrContains(t, body, `data-position="4951"`)
@@ -161,11 +166,7 @@ func BenchmarkQueuePage(b *testing.B) {
 // TestBigTenantPage: a tenant with 500 queued jobs lists the first 200,
 // queued first in queue order, and links to its queue.
 func TestBigTenantPage(t *testing.T) {
-	h := bigGovernor(t, benchQueue)
-	ck := handlerSession(t, h, "root")
-	rec := getPage(h, ck, "/ui/tenants/team-00")
-	must.Eq(t, http.StatusOK, rec.Code)
-	body := rec.Body.String()
+	body := bigPage(t, "/ui/tenants/team-00")
 	must.StrContains(t, body, "The first 200 of 502 jobs (queued jobs first).")
 	must.StrContains(t, body, `href="/ui/queue?tenant=team-00"`)
 	must.Eq(t, 200, strings.Count(body, `<span class="tag queued">queued</span>`))
