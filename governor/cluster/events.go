@@ -89,6 +89,7 @@ func (s *Store) Apply(frame *Frame) error {
 	}
 	if frame.Index > s.index {
 		s.index = frame.Index
+		s.releaseWaiters()
 	}
 	s.maybePrune()
 	s.notify()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -86,6 +87,19 @@ func (n *NomadSource) listAllocs(q *api.QueryOptions, in *Initial) error {
 	return nil
 }
 
+// listParallel is how many jobs a listing reads at once.
+const listParallel = 8
+
+// jobRead is one job of a listing as a worker read it.
+type jobRead struct {
+	job     *api.Job
+	dereg   uint64 // its latest job-deregister (readDeregister); 0: none
+	missing bool   // purged since the listing
+	err     error
+}
+
+// listJobs reads every job of the listing, listParallel at a time (one
+// read each: the stubs lack the task groups), keeping the listing's order.
 func (n *NomadSource) listJobs(ctx context.Context, in *Initial) error {
 	q := (&api.QueryOptions{Namespace: "*"}).WithContext(ctx)
 	stubs, meta, err := n.Client.Jobs().List(q)
@@ -93,20 +107,53 @@ func (n *NomadSource) listJobs(ctx context.Context, in *Initial) error {
 		return fmt.Errorf("listing jobs: %w", err)
 	}
 	in.Index = minIndex(in.Index, meta.LastIndex)
-	for _, st := range stubs {
-		job, _, err := n.Client.Jobs().Info(st.ID, (&api.QueryOptions{Namespace: st.Namespace}).WithContext(ctx))
-		if isNotFound(err) {
-			continue // purged since the listing
+	reads := make([]jobRead, len(stubs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < listParallel && w < len(stubs); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				reads[i] = n.readJob(ctx, stubs[i])
+			}
+		}()
+	}
+	for i := range stubs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, r := range reads {
+		if r.err != nil {
+			return r.err
 		}
-		if err != nil {
-			return fmt.Errorf("reading job %s/%s: %w", st.Namespace, st.ID, err)
+		if r.missing {
+			continue
 		}
-		in.Jobs = append(in.Jobs, job)
-		if err := n.readDeregister(ctx, in, job); err != nil {
-			return err
+		in.Jobs = append(in.Jobs, r.job)
+		if r.dereg > 0 {
+			if in.Deregs == nil {
+				in.Deregs = map[string]uint64{}
+			}
+			in.Deregs[str(r.job.Namespace, api.DefaultNamespace)+"/"+*r.job.ID] = r.dereg
 		}
 	}
 	return nil
+}
+
+// readJob reads one job of a listing and, when it looks held, its latest
+// deregister.
+func (n *NomadSource) readJob(ctx context.Context, st *api.JobListStub) jobRead {
+	job, _, err := n.Client.Jobs().Info(st.ID, (&api.QueryOptions{Namespace: st.Namespace}).WithContext(ctx))
+	if isNotFound(err) {
+		return jobRead{missing: true}
+	}
+	if err != nil {
+		return jobRead{err: fmt.Errorf("reading job %s/%s: %w", st.Namespace, st.ID, err)}
+	}
+	dereg, err := n.readDeregister(ctx, job)
+	return jobRead{job: job, dereg: dereg, err: err}
 }
 
 // readDeregister records, for a job that looks held, its latest
@@ -117,25 +164,19 @@ func (n *NomadSource) listJobs(ctx context.Context, in *Initial) error {
 // stop of the version the listing holds. Nomad garbage-collects
 // evaluations (eval_gc_threshold, 1h by default): a stop older than that
 // while the governor was down is not seen.
-func (n *NomadSource) readDeregister(ctx context.Context, in *Initial, job *api.Job) error {
+func (n *NomadSource) readDeregister(ctx context.Context, job *api.Job) (uint64, error) {
 	if job.Stop == nil || !*job.Stop || job.Meta[jobmeta.State] != jobmeta.StateQueued {
-		return nil
+		return 0, nil
 	}
 	ns := str(job.Namespace, api.DefaultNamespace)
 	evals, _, err := n.Client.Jobs().Evaluations(*job.ID, (&api.QueryOptions{Namespace: ns}).WithContext(ctx))
 	if isNotFound(err) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading evaluations of job %s/%s: %w", ns, *job.ID, err)
+		return 0, fmt.Errorf("reading evaluations of job %s/%s: %w", ns, *job.ID, err)
 	}
-	if idx := latestDeregister(evals); idx > 0 {
-		if in.Deregs == nil {
-			in.Deregs = map[string]uint64{}
-		}
-		in.Deregs[ns+"/"+*job.ID] = idx
-	}
-	return nil
+	return latestDeregister(evals), nil
 }
 
 // latestDeregister is the highest JobModifyIndex of the job-deregister

@@ -67,6 +67,8 @@ type Store struct {
 	deadAt   map[string]time.Time
 	prunedAt time.Time
 	clock    func() time.Time
+	// waiters wait for the index to reach theirs (AwaitIndex).
+	waiters []indexWaiter
 }
 
 // UseSealer makes the store trust a job's governor record only when
@@ -153,6 +155,7 @@ func (s *Store) Reset(in *Initial) {
 	s.restoreReservations()
 	s.prune(s.clock())
 	s.index, s.synced = in.Index, true
+	s.releaseWaiters()
 	s.gen++
 	s.notify()
 }

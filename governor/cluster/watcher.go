@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,7 +27,17 @@ type Watcher struct {
 	BackoffMax time.Duration
 	// Resyncs counts full resyncs, for metrics; may be nil.
 	Resyncs func()
+
+	// streaming is true while the store follows an open event stream
+	// from a listing the watcher loaded (Streaming).
+	streaming atomic.Bool
 }
+
+// Streaming tells whether the watcher follows the event stream now: it
+// loaded a full listing and the stream it opened after it has not ended
+// or failed since. Only then do the store's contents move with Nomad's
+// present (a catch-up barrier can wait on them).
+func (w *Watcher) Streaming() bool { return w.streaming.Load() }
 
 // Run follows the cluster until ctx ends.
 func (w *Watcher) Run(ctx context.Context) {
@@ -79,6 +90,8 @@ func (w *Watcher) syncAndStream(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	w.streaming.Store(true)
+	defer w.streaming.Store(false)
 	streamed := false
 	for {
 		select {
