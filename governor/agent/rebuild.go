@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
 
 	"github.com/allot-sh/allot/governor/cluster"
 )
@@ -41,11 +43,16 @@ func (s *rebuildSource) next() <-chan struct{} {
 	return w
 }
 
-// watchRunner runs the cluster watcher and restarts it on demand (a new
-// term rebuilds the store from a fresh listing).
+// watchRunner runs the cluster watcher and brings its store up to
+// Nomad's present on demand (a new term, before its first write): by the
+// catch-up barrier (catchup.go) while the watcher streams, else by
+// restarting it for a fresh listing.
 type watchRunner struct {
 	w   *cluster.Watcher
 	src *rebuildSource
+	// catchUp is the barrier (nil: a source that cannot tell Nomad's
+	// index; every rebuild restarts the watcher).
+	catchUp *barrier
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -53,9 +60,14 @@ type watchRunner struct {
 }
 
 func newWatchRunner(w *cluster.Watcher) *watchRunner {
-	src := &rebuildSource{Source: w.Source}
-	w.Source = src
-	return &watchRunner{w: w, src: src}
+	r := &watchRunner{w: w}
+	if ix, ok := w.Source.(nomadIndexes); ok {
+		r.catchUp = &barrier{store: w.Store, streaming: w.Streaming, nomad: ix, after: time.After,
+			quick: catchUpQuick, bound: catchUpBound}
+	}
+	r.src = &rebuildSource{Source: w.Source}
+	w.Source = r.src
+	return r
 }
 
 // start runs the watcher until parent ends or the next restart.
@@ -75,9 +87,33 @@ func (r *watchRunner) startLocked(parent context.Context) {
 	}()
 }
 
-// rebuild restarts the watcher and waits until it has loaded a fresh full
-// listing into the store (or ctx ends: false).
+// rebuild brings the store up to Nomad's present and reports true, or
+// false when ctx ends first. A streaming watcher is caught up by the
+// barrier; otherwise (or when the barrier fails) the watcher restarts.
 func (r *watchRunner) rebuild(ctx, parent context.Context) bool {
+	if r.catchUp != nil {
+		start := time.Now()
+		err := r.catchUp.wait(ctx)
+		if err == nil {
+			r.w.Log.Info("caught up with Nomad on the running event stream", "index", r.w.Store.Index(),
+				"took", time.Since(start).Round(time.Millisecond))
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		log := r.w.Log.Warn
+		if errors.Is(err, errNotStreaming) {
+			log = r.w.Log.Info // starting (the first listing is not loaded yet) or resyncing
+		}
+		log("catch-up barrier failed; restarting the watcher for a full listing", "error", err)
+	}
+	return r.restart(ctx, parent)
+}
+
+// restart restarts the watcher and waits until it has loaded a fresh full
+// listing into the store (or ctx ends: false).
+func (r *watchRunner) restart(ctx, parent context.Context) bool {
 	r.mu.Lock()
 	r.cancel()
 	<-r.done
