@@ -22,14 +22,14 @@ import (
 // it; writes never rely on it: they check the lease themselves).
 const haPoll = 250 * time.Millisecond
 
-// haRuntime runs this governor's terms: on gaining one it rebuilds the
-// store from a fresh listing of Nomad (sealed admissions in job meta),
-// through the watcher, before the first write, then runs the leader-only
+// haRuntime runs this governor's terms: on gaining one it brings the
+// store up to Nomad's present (sealed admissions in job meta), through the
+// watcher (rebuild.go), before the first write, then runs the leader-only
 // work (decision loop, ledger recorder) until the term ends.
 type haRuntime struct {
 	l *leadership
-	// watch restarts the cluster watcher for a fresh listing; store is
-	// what it fills.
+	// watch catches the store up with Nomad (or restarts the cluster
+	// watcher for a fresh listing); store is what it fills.
 	watch  *watchRunner
 	store  *cluster.Store
 	parent context.Context
@@ -106,8 +106,9 @@ func (h *haRuntime) startTerm(parent context.Context, t ha.Term) func() {
 func (h *haRuntime) lead(ctx context.Context, t ha.Term) {
 	log := h.log.With("epoch", t.Epoch)
 	log.Info("won the lead; rebuilding state from Nomad before the first write")
-	// The watcher lists the cluster again and streams on from that
-	// listing's index, so no event is lost or overwritten by older state.
+	// The catch-up barrier on the running stream, or the watcher lists the
+	// cluster again and streams on from that listing's index: either way no
+	// event is lost or overwritten by older state (rebuild.go).
 	if !h.watch.rebuild(ctx, h.parent) {
 		return
 	}
