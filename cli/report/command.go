@@ -11,12 +11,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Flag names of the report commands.
@@ -114,12 +114,7 @@ func Get(c *cli.Context, path string, params url.Values, out any) error {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		_ = json.Unmarshal(body, &e)
-		if e.Error == "" {
-			e.Error = strings.TrimSpace(string(body))
-		}
-		return fmt.Errorf("%s from the governor at %s: %d %s", path, g.Address, resp.StatusCode, e.Error)
+		return fmt.Errorf("%s from the governor at %s: %d %s", path, g.Address, resp.StatusCode, allotapi.ErrorText(body))
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("decoding %s: %w", path, err)

@@ -111,3 +111,13 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader) (*
 	}
 	return resp, raw, nil
 }
+
+// ErrorText is what a refusal's body says: its JSON error field, or else
+// the body itself, trimmed.
+func ErrorText(body []byte) string {
+	var e Error
+	if json.Unmarshal(body, &e) != nil || e.Error == "" {
+		return strings.TrimSpace(string(body))
+	}
+	return e.Error
+}

@@ -92,3 +92,18 @@ func TestClientUnreachable(t *testing.T) {
 	_, err = c.Requeue(context.Background(), "ml", "x", "")
 	must.ErrorContains(t, err, "POST /allot/v1/jobs/ml/x/requeue: ")
 }
+
+// TestErrorText: a refusal's JSON error field, else its body, trimmed.
+func TestErrorText(t *testing.T) {
+	cases := map[string]struct{ body, want string }{
+		"json error":   {body: `{"error":"no such job"}`, want: "no such job"},
+		"json, no err": {body: `{"other":1}` + "\n", want: `{"other":1}`},
+		"plain text":   {body: "  bad gateway\n", want: "bad gateway"},
+		"empty":        {body: "", want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.Eq(t, tc.want, allotapi.ErrorText([]byte(tc.body)))
+		})
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // RequeueRequest is the optional body of POST
@@ -81,11 +80,7 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		var e Error
-		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(raw))
-		}
-		return &StatusError{Method: http.MethodPost, Path: path, Status: resp.StatusCode, Msg: e.Error,
+		return &StatusError{Method: http.MethodPost, Path: path, Status: resp.StatusCode, Msg: ErrorText(raw),
 			RetryAfter: resp.Header.Get("Retry-After")}
 	}
 	if err := json.Unmarshal(raw, out); err != nil {

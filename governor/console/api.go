@@ -31,11 +31,7 @@ func (c *Console) api(q *Req, path string, out any) error {
 		return err
 	}
 	if rec.status != http.StatusOK {
-		var e allotapi.Error
-		if json.Unmarshal(rec.body.Bytes(), &e) != nil || e.Error == "" {
-			e.Error = rec.body.String()
-		}
-		return &APIError{Status: rec.status, Msg: e.Error}
+		return &APIError{Status: rec.status, Msg: allotapi.ErrorText(rec.body.Bytes())}
 	}
 	if err := json.Unmarshal(rec.body.Bytes(), out); err != nil {
 		return fmt.Errorf("decoding %s: %w", path, err)

@@ -74,11 +74,7 @@ func (c *Console) requeue(w http.ResponseWriter, q *Req) {
 		return
 	}
 	if rec.status != http.StatusOK {
-		var e allotapi.Error
-		if json.Unmarshal(rec.body.Bytes(), &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(rec.body.String())
-		}
-		c.fail(w, q, rec.status, q.L.F("job.requeuerefused", rec.status, e.Error))
+		c.fail(w, q, rec.status, q.L.F("job.requeuerefused", rec.status, allotapi.ErrorText(rec.body.Bytes())))
 		return
 	}
 	done := "audited"
