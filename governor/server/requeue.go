@@ -161,7 +161,7 @@ func (s *Server) requeueDecision(ns, id string, c *auth.Caller, reason string) (
 	case j.NeedsToken:
 		return engine.Decision{}, http.StatusConflict, fmt.Sprintf("job %s needs its submitter's Vault/Consul token to be registered again, so the governor cannot requeue it", key)
 	}
-	actor, name := actorOf(c)
+	actor, name := ledger.ActorOf(c)
 	text := "requeued by " + actor
 	if name != "" {
 		text = "requeued by " + name + " (" + actor + ")"
@@ -230,7 +230,7 @@ func (s *Server) applyRequeue(ctx context.Context, w http.ResponseWriter, d engi
 // recordRequeue writes the applied requeue to the decisions journal and
 // the ledger's audit chain, and returns the answer.
 func (s *Server) recordRequeue(ctx context.Context, d engine.Decision, c *auth.Caller, reason string) allotapi.RequeueResult {
-	actor, name := actorOf(c)
+	actor, name := ledger.ActorOf(c)
 	now := s.now()
 	if s.Journal != nil {
 		s.Journal.Add(reconcile.Record{Time: now, Kind: "requeue", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class,
@@ -252,18 +252,6 @@ func (s *Server) recordRequeue(ctx context.Context, d engine.Decision, c *auth.C
 	}
 	s.logger().Info("job requeued", "job", d.Namespace+"/"+d.JobID, "actor", actor, "actor_name", name, "reason", reason)
 	return out
-}
-
-// actorOf names the caller in the audit log as the ledger's auditor does.
-func actorOf(c *auth.Caller) (string, string) {
-	switch {
-	case c.ACLsDisabled():
-		return "acl-disabled", ""
-	case c.AccessorID == "":
-		return "anonymous", c.Name
-	default:
-		return c.AccessorID, c.Name
-	}
 }
 
 // logger is the server's logger (a null one when unset).
