@@ -143,7 +143,7 @@ func ConvertNode(n *api.Node) *engine.Node {
 }
 
 func convertDevice(d *api.NodeDeviceResource) engine.DeviceGroup {
-	g := engine.DeviceGroup{Vendor: d.Vendor, Type: d.Type, Model: d.Name, Attributes: map[string]string{}}
+	g := engine.DeviceGroup{Vendor: d.Vendor, Type: d.Type, Model: d.Name, Instances: len(d.Instances), Attributes: map[string]string{}}
 	for _, inst := range d.Instances {
 		if inst.Healthy {
 			g.Healthy++

@@ -164,6 +164,9 @@ type Node struct {
 type DeviceGroup struct {
 	Vendor, Type, Model string
 	Healthy             int
+	// Instances counts all instances, healthy or not (capacity reports;
+	// placement uses Healthy). Zero when unknown: count Healthy.
+	Instances int
 	// Attributes are rendered as Nomad shows them ("81920 MiB", "9.0").
 	Attributes map[string]string
 }

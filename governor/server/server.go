@@ -77,6 +77,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/v1/", s.Proxy)
 	mux.HandleFunc("/allot/v1/tenants", s.authed(s.tenants))
 	mux.HandleFunc("/allot/v1/queue", s.authed(s.queue))
+	mux.HandleFunc("/allot/v1/pools", s.authed(s.pools))
 	mux.HandleFunc("/allot/v1/jobs/", s.jobs) // GET .../why, POST .../requeue
 	mux.HandleFunc("/allot/v1/classes", s.authed(s.classes))
 	mux.HandleFunc("/allot/v1/decisions", s.authed(s.decisions))
