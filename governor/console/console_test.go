@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/shoenig/test/must"
 
@@ -359,35 +357,4 @@ func TestReleaseWithoutLedgerSaysNotAudited(t *testing.T) {
 	must.Eq(t, http.StatusSeeOther, status)
 	must.Eq(t, "/ui/jobs/ml/held?released=unaudited", resp.Header.Get("Location"))
 	must.Eq(t, []string{"stop ml/held"}, fn.written())
-}
-
-// fakeCapacity answers /allot/v1/capacity with one pool over the
-// requested hour.
-type fakeCapacity struct{}
-
-func (fakeCapacity) Serve(kind string, w http.ResponseWriter, r *http.Request, _ ledger.Caller) {
-	if kind != ledger.ReportCapacity {
-		http.NotFound(w, r)
-		return
-	}
-	since, until := time.Unix(1000, 0).UTC(), time.Unix(1000+3600, 0).UTC()
-	_ = json.NewEncoder(w).Encode(ledger.CapacityAnswer{Since: since, Until: until, Pools: []ledger.Utilization{
-		{Pool: "h200", Model: "nvidia/gpu/H200", Capacity: 8 * 3600, Allocated: 4 * 3600, Idle: 3 * 3600, Down: 1 * 3600, Waiting: 2 * 3600}}})
-}
-
-func TestOverviewPools(t *testing.T) {
-	srv, _ := newGovernor(t, testPlan(), false, false, func(s *server.Server) { s.Ledger = fakeCapacity{} })
-	b := newBrowser(t, srv)
-	b.signIn("ml")
-	status, body, _ := b.get("/ui/")
-	must.Eq(t, http.StatusOK, status)
-	for _, want := range []string{"<td>h200</td><td>nvidia/gpu/H200</td>", `<td class="num">8.0</td><td class="num">4.0</td>`,
-		`<td class="num">3.0</td><td class="num">1.0</td>`, `<td class="num">2.0</td>`,
-		`aria-label="50% allocated, 38% idle, 12% down"`, `<rect class="b-idle" x="50.00" y="0" width="37.50"`,
-		`<rect class="b-down" x="87.50" y="0" width="12.50"`} {
-		must.StrContains(t, body, want)
-	}
-	// Top tenants: only ml is readable; its dominant share.
-	must.StrContains(t, body, `<td class="num">50.0%</td>`)
-	must.StrNotContains(t, body, "secret")
 }

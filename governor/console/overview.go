@@ -11,28 +11,36 @@ import (
 	"github.com/allot-sh/allot/governor/ledger"
 )
 
-// overviewWindow is the window of the overview's pool figures.
+// overviewWindow is the window of the overview's pool history.
 const overviewWindow = time.Hour
 
 // topTenants is how many tenants the overview lists.
 const topTenants = 5
 
-// poolRow is one pool and device model, in average devices over the
-// window; the *Pct fields draw its bar.
+// poolRow is one pool and device model: its devices now (Live false for
+// a pool only the history knows), the last window's averages (Hist, nil
+// without them); the *Pct fields draw the bar of the live split.
 type poolRow struct {
-	Pool, Model                              string
+	Pool, Model                                  string
+	Live                                         bool
+	Capacity, Allocated, Idle, Down, Reserved    int64
+	AllocatedPct, IdlePct, DownPct, IdleX, DownX float64
+	Hist                                         *histRow
+}
+
+// histRow is a pool's average devices over the last overviewWindow, from
+// the ledger's capacity report.
+type histRow struct {
 	Capacity, Allocated, Idle, Down, Waiting float64
-	AllocatedPct, IdlePct, DownPct           float64
-	// IdleX and DownX are where the idle and down parts of the bar start.
-	IdleX, DownX float64
-	Shortage     float64
 }
 
 // overviewData is the overview page.
 type overviewData struct {
 	Pools []poolRow
-	// PoolsNote explains missing pool figures (ledger off), "" otherwise.
-	PoolsNote     string
+	// PoolsNote says why the live pool figures are missing, "" otherwise.
+	PoolsNote string
+	// HistNote says why the history is missing (no ledger), "" otherwise.
+	HistNote      string
 	QueueTotal    int
 	QueueVisible  int
 	Tenants       []allotapi.Tenant
@@ -59,13 +67,34 @@ func (c *Console) overview(w http.ResponseWriter, q *Req) {
 		ts.Tenants = ts.Tenants[:topTenants]
 	}
 	d.Tenants = ts.Tenants
-	d.Pools, d.PoolsNote = c.pools(q)
+	d.Pools, d.PoolsNote = c.livePools(q)
+	d.HistNote = c.poolHistory(q, &d.Pools)
 	c.render(w, q, http.StatusOK, "overview", "overview.title", "", d)
 }
 
-// pools reads the capacity report of the last overviewWindow; without a
-// ledger it returns a note instead.
-func (c *Console) pools(q *Req) ([]poolRow, string) {
+// livePools reads every pool and model now (/allot/v1/pools: the
+// governor's live snapshot); on failure it returns a note instead.
+func (c *Console) livePools(q *Req) ([]poolRow, string) {
+	var pl allotapi.Pools
+	if err := c.api(q, "/allot/v1/pools", &pl); err != nil {
+		return nil, q.L.T("overview.nolive") + ": " + err.Error()
+	}
+	rows := make([]poolRow, 0, len(pl.Pools))
+	for _, p := range pl.Pools {
+		r := poolRow{Pool: p.Pool, Model: p.Model, Live: true, Capacity: p.Capacity, Allocated: p.Allocated,
+			Idle: p.Idle, Down: p.Down, Reserved: p.Reserved}
+		cp := float64(p.Capacity)
+		r.AllocatedPct, r.IdlePct, r.DownPct = percent(float64(p.Allocated), cp), percent(float64(p.Idle), cp), percent(float64(p.Down), cp)
+		r.IdleX, r.DownX = r.AllocatedPct, r.AllocatedPct+r.IdlePct
+		rows = append(rows, r)
+	}
+	return rows, ""
+}
+
+// poolHistory adds the ledger's averages over the last overviewWindow to
+// rows (a pool only the ledger knows gets a row of its own); without a
+// ledger, or when its report fails, it returns a note instead.
+func (c *Console) poolHistory(q *Req, rows *[]poolRow) string {
 	now := c.opts.Now()
 	since := now.Add(-overviewWindow)
 	var ca ledger.CapacityAnswer
@@ -73,21 +102,26 @@ func (c *Console) pools(q *Req) ([]poolRow, string) {
 	var ae *APIError
 	switch {
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
-		return nil, q.L.T("overview.noledger")
+		return q.L.T("overview.nohistory")
 	case err != nil:
-		return nil, q.L.T("overview.nocapacity") + ": " + err.Error()
+		return q.L.T("overview.histfail") + ": " + err.Error()
 	}
 	secs := ca.Until.Sub(ca.Since).Seconds()
 	if secs <= 0 {
 		secs = overviewWindow.Seconds()
 	}
-	rows := make([]poolRow, 0, len(ca.Pools))
-	for _, u := range ca.Pools {
-		r := poolRow{Pool: u.Pool, Model: u.Model, Capacity: u.Capacity / secs, Allocated: u.Allocated / secs,
-			Idle: u.Idle / secs, Down: u.Down / secs, Waiting: u.Waiting / secs, Shortage: u.Shortage}
-		r.AllocatedPct, r.IdlePct, r.DownPct = percent(r.Allocated, r.Capacity), percent(r.Idle, r.Capacity), percent(r.Down, r.Capacity)
-		r.IdleX, r.DownX = r.AllocatedPct, r.AllocatedPct+r.IdlePct
-		rows = append(rows, r)
+	at := map[[2]string]int{}
+	for i, r := range *rows {
+		at[[2]string{r.Pool, r.Model}] = i
 	}
-	return rows, ""
+	for _, u := range ca.Pools {
+		h := &histRow{Capacity: u.Capacity / secs, Allocated: u.Allocated / secs, Idle: u.Idle / secs,
+			Down: u.Down / secs, Waiting: u.Waiting / secs}
+		if i, ok := at[[2]string{u.Pool, u.Model}]; ok {
+			(*rows)[i].Hist = h
+			continue
+		}
+		*rows = append(*rows, poolRow{Pool: u.Pool, Model: u.Model, Hist: h})
+	}
+	return ""
 }
