@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/allotapi"
@@ -52,6 +53,43 @@ func TestE2E_Console(t *testing.T) {
 					screenshot(t, b, v.name)
 				}
 			}
+		}
+	})
+
+	t.Run("the overview shows the pools now and the last hour", func(t *testing.T) {
+		// The running jobs' H200s, as Nomad allocated them.
+		gpus := 0
+		for _, ns := range []string{"team-a", "team-b"} {
+			stubs, _, err := e.c.API.Allocations().List(&api.QueryOptions{Namespace: ns})
+			must.NoError(t, err)
+			for _, s := range stubs {
+				if s.ClientStatus != "running" {
+					continue
+				}
+				a, _, err := e.c.API.Allocations().Info(s.ID, &api.QueryOptions{Namespace: ns})
+				must.NoError(t, err)
+				for _, tr := range a.AllocatedResources.Tasks {
+					for _, d := range tr.Devices {
+						gpus += len(d.DeviceIDs)
+					}
+				}
+			}
+		}
+		must.Eq(t, 2, gpus, must.Sprint("a-train and b-run hold one H200 each"))
+		// Both tokens see the same per-pool totals (capacity is not tenant
+		// data): capacity 4, allocated = the running jobs' GPUs, the rest
+		// idle, none down; beneath, the ledger's last hour.
+		want := []string{"gpu", "nvidia/gpu/H200", "now", "4", fmt.Sprint(gpus), fmt.Sprint(4 - gpus), "0"}
+		for who, b := range map[string]*browser.Browser{"management": ops, "team-a": tenant} {
+			e.c.Eventually(30*time.Second, who+": live pools and the last hour", func() error {
+				e.page(b, "/ui/")
+				rows, err := b.Table("#pools-table")
+				if err != nil || len(rows) != 2 || len(rows[0]) < len(want) || strings.Join(rows[0][:len(want)], "|") != strings.Join(want, "|") ||
+					rows[1][0] != "gpu" || !strings.HasPrefix(rows[1][2], "last 60 min") {
+					return fmt.Errorf("pools rows %q (%v), want first %q", rows, err, want)
+				}
+				return nil
+			})
 		}
 	})
 
