@@ -45,6 +45,11 @@ type QueueEntry struct {
 	TenantPosition int
 	QueuedAt       time.Time
 	Reason         string
+	// ReasonCheck is the failing check Reason renders, with its
+	// structured fields, when Reason is exactly that check's text
+	// ("<name>: <text>"); absent otherwise (the console renders it in the
+	// reader's language).
+	ReasonCheck *Check `json:",omitempty"`
 	// Request is what the whole job asks for, summed over its
 	// allocations: cpu MHz, memory MiB and devices by the names its device
 	// blocks use.
@@ -59,11 +64,37 @@ type Queue struct {
 	Jobs  []QueueEntry
 }
 
-// Check is one admission check with its numbers.
+// Check is one admission check with its numbers. Detail is the check's
+// text in English; the other fields (all optional) are its structured
+// parts (engine.Check), from which a client may render it itself.
 type Check struct {
 	Name   string
 	OK     bool
 	Detail string
+	// Permanent marks a failing check no change of usage or capacity can
+	// make pass.
+	Permanent bool `json:",omitempty"`
+	// Tenant and Cohort name whose numbers limit and quota checks show.
+	Tenant string `json:",omitempty"`
+	Cohort string `json:",omitempty"`
+	// Amounts holds the numbers of limit and quota checks, by resource.
+	Amounts []Amount `json:",omitempty"`
+	// MetaErr is the namespace's quota meta error, when there is one.
+	MetaErr string `json:",omitempty"`
+}
+
+// Amount is one resource's numbers in a limit or quota check.
+type Amount struct {
+	Resource string
+	// Need is what the job asks for; Used what the tenant uses already.
+	Need, Used int64
+	// Cap is the limit or nominal quota.
+	Cap int64
+	// Borrowable is what the cohort can still lend; -1 when the request
+	// fits the nominal quota without borrowing.
+	Borrowable int64
+	// Over marks a resource the check fails on.
+	Over bool
 }
 
 // Why is the response of GET /allot/v1/jobs/<ns>/<id>/why.
@@ -76,7 +107,9 @@ type Why struct {
 	TenantPosition int
 	QueuedAt       time.Time `json:",omitempty"`
 	Reason         string
-	Checks         []Check
+	// ReasonCheck is as in QueueEntry: the failing check Reason renders.
+	ReasonCheck *Check `json:",omitempty"`
+	Checks      []Check
 }
 
 // Error is the body of every error response.

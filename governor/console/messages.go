@@ -3,7 +3,7 @@ package console
 // catalogueParts are the message tables of the console, one per group of
 // views; a view file group keeps its labels in its own map and lists it
 // here. A key must be in one part only (TestCatalogueComplete).
-var catalogueParts = []map[string]msg{shellMessages, reportMessages, requeueMessages}
+var catalogueParts = []map[string]msg{shellMessages, reportMessages, requeueMessages, reasonMessages}
 
 // catalogue holds every label of the console in English and Simplified
 // Chinese. Formats (%d, %s, %.0f) must agree between the two languages

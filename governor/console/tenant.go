@@ -28,6 +28,10 @@ type tenantJob struct {
 	ID, Status string
 	Queued     bool
 	Position   int
+	// Reason and ReasonCheck say why a queued job waits (the queue's
+	// entry; the page renders them in its language).
+	Reason      string
+	ReasonCheck *allotapi.Check
 }
 
 // tenantData is the tenant page.
@@ -169,14 +173,15 @@ func (c *Console) tenantJobs(q *Req, ns string, qa allotapi.Queue) ([]tenantJob,
 	for _, s := range stubs {
 		j := tenantJob{ID: s.ID, Status: s.Status}
 		if e, ok := queued[s.ID]; ok {
-			j.Status, j.Queued, j.Position = "queued", true, e.Position
+			j.Status, j.Queued, j.Position, j.Reason, j.ReasonCheck = "queued", true, e.Position, e.Reason, e.ReasonCheck
 		}
 		seen[s.ID] = true
 		out = append(out, j)
 	}
 	for id, e := range queued {
 		if !seen[id] {
-			out = append(out, tenantJob{ID: id, Status: "queued", Queued: true, Position: e.Position})
+			out = append(out, tenantJob{ID: id, Status: "queued", Queued: true, Position: e.Position,
+				Reason: e.Reason, ReasonCheck: e.ReasonCheck})
 		}
 	}
 	// Queued jobs first, in queue order; then the others by ID.

@@ -39,7 +39,7 @@ func TestAPIShowsOnlyReadableNamespaces(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, 2, q.Total)
 	must.Eq(t, []allotapi.QueueEntry{{Namespace: "ml", JobID: "big.Job_1", Class: "standard", Position: 1, TenantPosition: 1,
-		Reason: "limit: needs 4 gpu; tenant ml uses 8 of limit 8"}}, q.Jobs)
+		Reason: "limit: needs 4 gpu; tenant ml uses 8 of limit 8", ReasonCheck: &limitFails}}, q.Jobs)
 	_, err = c.Why(ctx, "secret", "x")
 	must.ErrorContains(t, err, "status 403")
 	must.ErrorContains(t, err, "Permission denied")
@@ -79,9 +79,14 @@ func TestWhyShowsEveryCheckWithNumbers(t *testing.T) {
 	w, err := c.Why(context.Background(), "ml", "big.Job_1")
 	must.NoError(t, err)
 	must.Eq(t, "queued", w.State)
-	must.Eq(t, []allotapi.Check{{Name: "class", OK: true, Detail: "class standard (priority 50)"},
-		{Name: "limit", Detail: "needs 4 gpu; tenant ml uses 8 of limit 8"}}, w.Checks)
+	must.Eq(t, []allotapi.Check{{Name: "class", OK: true, Detail: "class standard (priority 50)"}, limitFails}, w.Checks)
+	must.Eq(t, &limitFails, w.ReasonCheck)
 }
+
+// limitFails is samplePlan's failing check as the API gives it: the text
+// as before, plus its structured numbers.
+var limitFails = allotapi.Check{Name: "limit", Detail: "needs 4 gpu; tenant ml uses 8 of limit 8", Tenant: "ml",
+	Amounts: []allotapi.Amount{{Resource: "gpu", Need: 4, Used: 8, Cap: 8, Borrowable: -1, Over: true}}}
 
 func TestHealth(t *testing.T) {
 	must.Error(t, newServer(t, nil, false).Healthy(context.Background()))

@@ -39,10 +39,10 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	}
 	rd := c.Redactor(s.Store.Namespaces())
 	out := allotapi.Why{Namespace: ns, JobID: id, State: v.State.String(), Class: v.Class, Position: v.Position,
-		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), Checks: []allotapi.Check{}}
-	for _, ch := range v.Checks {
-		ch := ch
-		out.Checks = append(out.Checks, allotapi.Check{Name: ch.Name, OK: ch.OK, Detail: rd.Text(ch.Text())})
+		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), ReasonCheck: reasonCheck(rd, v),
+		Checks: []allotapi.Check{}}
+	for i := range v.Checks {
+		out.Checks = append(out.Checks, apiCheck(rd, &v.Checks[i]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
