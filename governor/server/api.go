@@ -118,11 +118,12 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 func (s *Server) queueFor(p *engine.Plan, c *auth.Caller, withRequests bool) allotapi.Queue {
 	rd := c.Redactor(s.Store.Namespaces())
 	out := allotapi.Queue{Total: len(p.Queue), Jobs: []allotapi.QueueEntry{}}
+	rcs := newReasonChecks(rd)
 	for i, v := range p.Queue {
 		if c.CanRead(v.Namespace) {
 			e := allotapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
 				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason),
-				ReasonCheck: reasonCheck(rd, &p.Queue[i])}
+				ReasonCheck: rcs.of(&p.Queue[i])}
 			if withRequests {
 				e.Request = s.request(v.Namespace, v.JobID)
 			}

@@ -19,11 +19,29 @@ func apiCheck(rd auth.Redactor, ch *engine.Check) allotapi.Check {
 	return out
 }
 
-// reasonCheck is the failing check of v whose text v's reason is
-// ("<name>: <text>", as the engine writes a queued job's reason), nil when
-// the reason says something else (a fresh job that fits now, a dispatched
+// reasonChecks converts the failing checks of one answer's verdicts. The
+// engine's memo shares one failing check among the verdicts of a tenant's
+// jobs of one shape, so each shared check is rendered and converted once
+// per answer (the entries then share the read-only result).
+type reasonChecks struct {
+	rd   auth.Redactor
+	seen map[*engine.Check]reasonDone
+}
+
+type reasonDone struct {
+	text string
+	api  *allotapi.Check
+}
+
+func newReasonChecks(rd auth.Redactor) *reasonChecks {
+	return &reasonChecks{rd: rd, seen: map[*engine.Check]reasonDone{}}
+}
+
+// of is the failing check of v whose text v's reason is ("<name>:
+// <text>", as the engine writes a queued job's reason), nil when the
+// reason says something else (a fresh job that fits now, a dispatched
 // child, a running job).
-func reasonCheck(rd auth.Redactor, v *engine.Verdict) *allotapi.Check {
+func (r *reasonChecks) of(v *engine.Verdict) *allotapi.Check {
 	for i := range v.Checks {
 		ch := &v.Checks[i]
 		if ch.OK {
@@ -33,11 +51,16 @@ func reasonCheck(rd auth.Redactor, v *engine.Verdict) *allotapi.Check {
 		if len(v.Reason) <= n+2 || v.Reason[:n] != ch.Name || v.Reason[n:n+2] != ": " {
 			return nil
 		}
-		if v.Reason[n+2:] != ch.Text() {
+		done, ok := r.seen[ch]
+		if !ok {
+			c := apiCheck(r.rd, ch)
+			done = reasonDone{text: ch.Text(), api: &c}
+			r.seen[ch] = done
+		}
+		if v.Reason[n+2:] != done.text {
 			return nil
 		}
-		c := apiCheck(rd, ch)
-		return &c
+		return done.api
 	}
 	return nil
 }

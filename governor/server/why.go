@@ -39,7 +39,7 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	}
 	rd := c.Redactor(s.Store.Namespaces())
 	out := allotapi.Why{Namespace: ns, JobID: id, State: v.State.String(), Class: v.Class, Position: v.Position,
-		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), ReasonCheck: reasonCheck(rd, v),
+		TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason), ReasonCheck: newReasonChecks(rd).of(v),
 		Checks: []allotapi.Check{}}
 	for i := range v.Checks {
 		out.Checks = append(out.Checks, apiCheck(rd, &v.Checks[i]))
