@@ -49,6 +49,12 @@ type Options struct {
 	// Request gives the request of a queued job shown on a page, when
 	// Queue leaves them out (nil: Queue's entries carry them).
 	Request func(ns, id string) map[string]int64
+	// ReasonCheck gives the structured failing check of a queued job shown
+	// on a page (allotapi.QueueEntry.ReasonCheck, redacted for the caller),
+	// when Queue leaves them out; nil when the job's current reason is not
+	// reason or is not that check's text (the reason is then shown as
+	// written).
+	ReasonCheck func(c *auth.Caller, ns, id, reason string) *allotapi.Check
 	// Nomad is the governor's /v1/ proxy: writes (quota, job actions) and
 	// Nomad reads (a tenant's jobs, allocations) go through it with the
 	// session's token, so Nomad decides and the ledger audits them.

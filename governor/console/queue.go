@@ -52,6 +52,10 @@ func (c *Console) queue(w http.ResponseWriter, q *Req) {
 	}
 	v := q.R.URL.Query()
 	d := c.queuePage(qa, queueFilter{Tenant: v.Get("tenant"), Pool: v.Get("pool"), Class: v.Get("class")}, atoi(v.Get("page")))
+	for i := range d.Rows {
+		e := &d.Rows[i].QueueEntry
+		e.ReasonCheck = c.reasonCheck(q, e.Namespace, e.JobID, e.Reason, e.ReasonCheck)
+	}
 	c.render(w, q, http.StatusOK, "queue", "queue.title", "", d)
 }
 
@@ -107,6 +111,16 @@ func pageURL(base url.Values, page int) string {
 	}
 	v.Set("page", strconv.Itoa(page))
 	return Prefix + "queue?" + v.Encode()
+}
+
+// reasonCheck is the structured failing check of a queued job's reason:
+// the queue's own (the API's JSON carries it), else looked up for the
+// rows a page shows (Options.ReasonCheck).
+func (c *Console) reasonCheck(q *Req, ns, id, reason string, have *allotapi.Check) *allotapi.Check {
+	if have != nil || c.opts.ReasonCheck == nil || q.Caller == nil {
+		return have
+	}
+	return c.opts.ReasonCheck(q.Caller, ns, id, reason)
 }
 
 // keys returns the non-empty keys of m, sorted.

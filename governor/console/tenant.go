@@ -119,6 +119,11 @@ func (c *Console) showTenant(w http.ResponseWriter, q *Req, ns string, status in
 	if len(d.Jobs) > maxTenantJobs {
 		d.Jobs = d.Jobs[:maxTenantJobs]
 	}
+	for i := range d.Jobs {
+		if j := &d.Jobs[i]; j.Queued {
+			j.ReasonCheck = c.reasonCheck(q, ns, j.ID, j.Reason, j.ReasonCheck)
+		}
+	}
 	c.render(w, q, status, "tenant", "tenant.title", "", d)
 }
 

@@ -114,18 +114,27 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 // queueFor is plan p's queue as caller c may see it: the API's answer,
 // also what the console shows (governor/console, without a JSON round
 // trip). Without withRequests the entries' Request is left out (the
-// console looks up only the requests of the rows it shows).
+// console looks up only the requests of the rows it shows); the same
+// holds for the reasons' structured checks (ReasonCheck).
 func (s *Server) queueFor(p *engine.Plan, c *auth.Caller, withRequests bool) allotapi.Queue {
 	rd := c.Redactor(s.Store.Namespaces())
-	out := allotapi.Queue{Total: len(p.Queue), Jobs: []allotapi.QueueEntry{}}
+	// Sized first: grown by append, the 10,000-entry slice cost several
+	// times its size in copies.
+	n := 0
+	for i := range p.Queue {
+		if c.CanRead(p.Queue[i].Namespace) {
+			n++
+		}
+	}
+	out := allotapi.Queue{Total: len(p.Queue), Jobs: make([]allotapi.QueueEntry, 0, n)}
 	rcs := newReasonChecks(rd)
-	for i, v := range p.Queue {
-		if c.CanRead(v.Namespace) {
+	for i := range p.Queue {
+		if v := &p.Queue[i]; c.CanRead(v.Namespace) {
 			e := allotapi.QueueEntry{Namespace: v.Namespace, JobID: v.JobID, Class: v.Class,
-				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason),
-				ReasonCheck: rcs.of(&p.Queue[i])}
+				Position: v.Position, TenantPosition: v.TenantPosition, QueuedAt: v.QueuedAt, Reason: rd.Text(v.Reason)}
 			if withRequests {
 				e.Request = s.request(v.Namespace, v.JobID)
+				e.ReasonCheck = rcs.of(v)
 			}
 			out.Jobs = append(out.Jobs, e)
 		}

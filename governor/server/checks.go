@@ -64,3 +64,23 @@ func (r *reasonChecks) of(v *engine.Verdict) *allotapi.Check {
 	}
 	return nil
 }
+
+// reasonCheck is the structured failing check of queued job ns/id for
+// caller c in the latest plan, as queueFor gives it, when the job's reason
+// (redacted for c) is still reason: the console asks it for the rows a
+// page shows. Nil otherwise.
+func (s *Server) reasonCheck(c *auth.Caller, ns, id, reason string) *allotapi.Check {
+	p := s.Plans.Latest()
+	if p == nil || !c.CanRead(ns) {
+		return nil
+	}
+	v := p.Verdicts[ns+"/"+id]
+	if v == nil {
+		return nil
+	}
+	rd := c.Redactor(s.Store.Namespaces())
+	if rd.Text(v.Reason) != reason {
+		return nil
+	}
+	return newReasonChecks(rd).of(v)
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -30,4 +31,17 @@ func TestReasonChecksShareTheEnginesMemo(t *testing.T) {
 	must.Nil(t, rcs.of(&c))
 	must.Nil(t, rcs.of(&d))
 	must.Nil(t, rcs.of(&e), must.Sprint("no failing check"))
+}
+
+// The console's per-row lookup gives the API's check while the job's
+// reason is the one the page shows, and nothing once it changed or for a
+// namespace the caller may not read.
+func TestReasonCheckForARow(t *testing.T) {
+	s, _ := testServer(t, samplePlan(), true, nil)
+	c, err := fakeAuth{t}.Authenticate(&http.Request{Header: http.Header{"X-Nomad-Token": {"ml"}}})
+	must.NoError(t, err)
+	must.Eq(t, &limitFails, s.reasonCheck(c, "ml", "big.Job_1", "limit: needs 4 gpu; tenant ml uses 8 of limit 8"))
+	must.Nil(t, s.reasonCheck(c, "ml", "big.Job_1", "limit: an older reason"))
+	must.Nil(t, s.reasonCheck(c, "ml", "no-such-job", "limit: needs 4 gpu; tenant ml uses 8 of limit 8"))
+	must.Nil(t, s.reasonCheck(c, "secret", "x", "fit: none"))
 }

@@ -24,7 +24,7 @@ func (s *Server) mountConsole(mux *http.ServeMux) {
 		log = hclog.NewNullLogger()
 	}
 	c, err := console.New(console.Options{API: mux, Nomad: s.Proxy, Auth: s.Auth, JobPool: s.jobPool, Now: s.Now,
-		Queue: s.consoleQueue, Request: s.request, Audit: s.appendAudit, Log: log.Named("console")})
+		Queue: s.consoleQueue, Request: s.request, ReasonCheck: s.reasonCheck, Audit: s.appendAudit, Log: log.Named("console")})
 	if err != nil {
 		// The templates are embedded: this is a build defect, not a
 		// condition of the cluster. The API keeps serving.
@@ -48,8 +48,8 @@ func rootToConsole(w http.ResponseWriter, r *http.Request) {
 
 // consoleQueue is GET /allot/v1/queue's answer for caller c, refused as
 // the API refuses it (authed, latest), without encoding it to JSON and
-// without the requests (the console asks s.request for the rows it
-// shows).
+// without the requests and reasons' checks (the console asks s.request
+// and s.reasonCheck for the rows it shows).
 func (s *Server) consoleQueue(c *auth.Caller) (allotapi.Queue, error) {
 	if !s.readsAny(c) {
 		return allotapi.Queue{}, &console.APIError{Status: http.StatusForbidden, Msg: errNoNamespace}

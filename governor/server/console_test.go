@@ -42,7 +42,9 @@ func TestConsoleQueueIsTheAPIsAnswer(t *testing.T) {
 			must.NoError(t, err)
 			for i, e := range got.Jobs {
 				must.Nil(t, e.Request)
+				must.Nil(t, e.ReasonCheck)
 				got.Jobs[i].Request = s.request(e.Namespace, e.JobID)
+				got.Jobs[i].ReasonCheck = s.reasonCheck(c, e.Namespace, e.JobID, e.Reason)
 			}
 			direct, err := json.Marshal(got)
 			must.NoError(t, err)
