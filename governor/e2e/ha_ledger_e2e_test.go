@@ -88,10 +88,12 @@ func TestE2E_HALedger(t *testing.T) {
 
 	checkOneSegmentEach(t, db, e.allocTruth())
 	e.sameUsage(db, newLeader, newStandby, "after the failover")
-	checkOnlyLeaderWrote(t, db, leader.name, newLeader.name, killedAt)
-	// Last, as the standby writes the ledger here (the one write it may
-	// make: the actor of a namespace change through its proxy).
+	// A namespace change through the standby: forwarded to the leader,
+	// whose auditor records it; so the standby writes nothing, audit
+	// included, which checkOnlyLeaderWrote then shows.
 	e.checkAuditThroughStandby(base, newStandby)
+	checkOnlyLeaderWrote(t, db, leader.name, newLeader.name, killedAt)
+	checkAuditWriter(t, db, newLeader.name)
 	e.checkWriteLog()
 	t.Logf("TestE2E_HALedger wall time %s", time.Since(began).Round(time.Second))
 }
@@ -330,7 +332,8 @@ func (e *haEnv) usage(g *haGov, since, until time.Time) ledger.UsageAnswer {
 // one is the old leader's, every write from then on the new leader's: the
 // standby wrote nothing while it stood by (its first write comes after
 // the kill), and the deposed governor, restarted as a standby, wrote
-// nothing after the new term's first write. (PostgreSQL's clock and the
+// nothing after the new term's first write, not even the audit entry of
+// the namespace change sent through it. (PostgreSQL's clock and the
 // test's are the same machine's.)
 func checkOnlyLeaderWrote(t *testing.T, db *sql.DB, oldLeader, newLeader string, killedAt time.Time) {
 	var firstNew time.Time
@@ -352,15 +355,38 @@ func checkOnlyLeaderWrote(t *testing.T, db *sql.DB, oldLeader, newLeader string,
 	t.Logf("ledger row writes by governor (false: before the new term's first write, true: from then on): %v", counts)
 	must.Positive(t, counts[oldLeader+"/false"], must.Sprint("the first leader wrote the ledger"))
 	must.Positive(t, counts[newLeader+"/true"], must.Sprint("the new leader writes the ledger"))
+	must.Zero(t, counts[oldLeader+"/true"], must.Sprint("the deposed governor, now a standby, wrote no row at all"))
 	must.MapLen(t, 2, counts, must.Sprint("no other writer: not the standby, not the deposed governor after the new term's first write"))
 }
 
+// checkAuditWriter: every audit and namespace_meta row was written by a
+// leader, the audit entries since the failover by the new leader only
+// (among them the namespace change sent through the standby).
+func checkAuditWriter(t *testing.T, db *sql.DB, newLeader string) {
+	rows, err := db.Query(`SELECT app, COUNT(*) FROM ledger_writes WHERE tbl IN ('audit', 'namespace_meta')
+		AND at >= (SELECT MIN(at) FROM ledger_writes WHERE app = $1) GROUP BY app ORDER BY 1`, newLeader)
+	must.NoError(t, err)
+	defer rows.Close()
+	by := map[string]int{}
+	for rows.Next() {
+		var app string
+		var n int
+		must.NoError(t, rows.Scan(&app, &n))
+		by[app] = n
+	}
+	must.NoError(t, rows.Err())
+	t.Logf("audit and namespace_meta rows written since the new term's first write, by governor: %v", by)
+	must.MapLen(t, 1, by, must.Sprint("only the leader writes audit entries"))
+	must.Positive(t, by[newLeader])
+}
+
 // checkAuditThroughStandby: a namespace meta change through the standby's
-// proxy is audited once, in the shared chain, with the caller's token
-// accessor (only the governor the request passes knows it); the leader's
-// poll of Nomad does not record it again as actor unknown. A later change
+// proxy is forwarded to the leader and audited once, in the shared chain,
+// by the leader's auditor, with the caller's token accessor; the leader's
+// poll of Nomad does not record it again as actor unknown (the auditor's
+// mutex orders both in the one governor that writes). A later change
 // straight to Nomad, audited by the leader as unknown, shows that the
-// leader's poll ran after the standby's entry.
+// leader's poll ran after the forwarded change's entry.
 func (e *haEnv) checkAuditThroughStandby(dsn string, standby *haGov) {
 	e.t.Helper()
 	lg, err := ledger.Open(context.Background(), ledger.DriverPostgres, dsn)

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/auth"
+	"github.com/allot-sh/allot/governor/proxy"
 )
 
 // Authenticator resolves the caller of a request (governor/auth).
@@ -29,6 +30,8 @@ type Authenticator interface {
 // classes, weights): with their actor when they pass through the
 // governor's proxy (Wrap), with actor unknown when Detect finds them in
 // Nomad first. One mutex orders the two, so a change is recorded once.
+// Under HA only the leader's auditor records: a standby's proxy forwards
+// namespace writes to the leader, and Wrap records nothing for them.
 type Auditor struct {
 	DB   *DB
 	Auth Authenticator
@@ -41,14 +44,44 @@ type Auditor struct {
 
 // Wrap returns next with namespace writes (PUT/POST /v1/namespace[/name],
 // DELETE /v1/namespace/name) recorded with the caller's token accessor and
-// name once Nomad accepted them.
+// name once Nomad accepted them. A write next forwarded to the leader (it
+// set proxy.ForwardedHeader on r: this governor is a standby) is left to
+// the leader's auditor, which sees the same caller. When next forwards
+// the governor's own writes to the leader (proxy.Proxy.ForwardToLeader),
+// the handler returned does too.
 func (a *Auditor) Wrap(next http.Handler) http.Handler {
+	h := a.wrap(next)
+	if f, ok := next.(leaderForwarder); ok {
+		return forwardingHandler{Handler: h, f: f}
+	}
+	return h
+}
+
+// leaderForwarder is proxy.Proxy's routing of the governor's own writes
+// under HA (governor/server's LeaderForwarder).
+type leaderForwarder interface {
+	ForwardToLeader(w http.ResponseWriter, r *http.Request) bool
+}
+
+// forwardingHandler is the audited proxy, still forwarding to the leader.
+type forwardingHandler struct {
+	http.Handler
+	f leaderForwarder
+}
+
+// ForwardToLeader forwards as the wrapped proxy does.
+func (h forwardingHandler) ForwardToLeader(w http.ResponseWriter, r *http.Request) bool {
+	return h.f.ForwardToLeader(w, r)
+}
+
+func (a *Auditor) wrap(next http.Handler) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := namespaceWrite(r)
 		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
+		forwardedBy := r.Header.Get(proxy.ForwardedHeader)
 		var meta map[string]string
 		if r.Method != http.MethodDelete {
 			var err error
@@ -61,7 +94,7 @@ func (a *Auditor) Wrap(next http.Handler) http.Handler {
 		defer a.mu.Unlock()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		if rec.status/100 != 2 || name == "" {
+		if rec.status/100 != 2 || name == "" || r.Header.Get(proxy.ForwardedHeader) != forwardedBy {
 			return
 		}
 		actor, actorName := ActorUnknown, ""

@@ -7,6 +7,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,9 +18,11 @@ const (
 	// EpochHeader carries the leader's term on every admission write the
 	// proxy sends to Nomad on a leader.
 	EpochHeader = "X-Allot-Epoch"
-	// ForwardedHeader marks an admission request a standby forwarded to
-	// the leader: a governor that receives one and does not lead answers
-	// 503 rather than forwarding it again.
+	// ForwardedHeader marks an admission request or namespace write a
+	// standby forwarded to the leader: a governor that receives one and
+	// does not lead answers 503 rather than forwarding it again. The
+	// standby sets it on the request it serves, so a handler around the
+	// proxy (the ledger's auditor) sees that the leader handled it.
 	ForwardedHeader = "X-Allot-Forwarded-By"
 )
 
@@ -58,10 +61,11 @@ type lease struct {
 	deadline time.Time
 }
 
-// routeHA decides where an admission request goes under HA: on the leader
-// it returns r with its term in the context (handled here); on a standby
-// it forwards r to the leader, or answers 503 with Retry-After when there
-// is none, and returns nil. Nothing reaches Nomad from a standby.
+// routeHA decides where an admission request or a namespace write goes
+// under HA: on the leader it returns r with its term in the context
+// (handled here); on a standby it forwards r to the leader, or answers 503
+// with Retry-After when there is none, and returns nil. Nothing reaches
+// Nomad from a standby.
 func (p *Proxy) routeHA(w http.ResponseWriter, r *http.Request) *http.Request {
 	if p.lead == nil {
 		return r
@@ -87,7 +91,7 @@ func (p *Proxy) toLeader(w http.ResponseWriter, r *http.Request, leader *url.URL
 	rp.Transport = p.fwd.tr
 	rp.FlushInterval = -1
 	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
-		p.fwd.log.Warn("forwarding an admission to the leader", "leader", leader.String(), "path", r.URL.Path, "error", err)
+		p.fwd.log.Warn("forwarding a write to the leader", "leader", leader.String(), "path", r.URL.Path, "error", err)
 		noLeader(w, "the leader could not be reached")
 	}
 	r.Header.Set(ForwardedHeader, p.lead.MemberID())
@@ -99,6 +103,22 @@ func (p *Proxy) toLeader(w http.ResponseWriter, r *http.Request, leader *url.URL
 func noLeader(w http.ResponseWriter, why string) {
 	w.Header().Set("Retry-After", retryAfterNoLeader)
 	http.Error(w, fmt.Sprintf("allot-governor: %s; nothing was sent to Nomad, retry in a moment", why), http.StatusServiceUnavailable)
+}
+
+// NamespaceWrite reports whether a request writes a namespace, on Nomad
+// 1.6.1's routes (command/agent/http.go, namespace_endpoint.go): PUT or
+// POST /v1/namespace, PUT, POST or DELETE /v1/namespace/<name>. Under HA
+// a standby forwards these to the leader like admissions, so the leader's
+// auditor records every namespace change with its caller and a standby
+// writes nothing to the ledger.
+func NamespaceWrite(method, path string) bool {
+	switch {
+	case path == "/v1/namespace":
+		return method == http.MethodPut || method == http.MethodPost
+	case strings.HasPrefix(path, "/v1/namespace/"):
+		return method == http.MethodPut || method == http.MethodPost || method == http.MethodDelete
+	}
+	return false
 }
 
 // epochOf is the term r is admitted under (0 without HA).

@@ -192,6 +192,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(EpochHeader) // only a leader's own writes carry a term
 	kind, id := Classify(r.Method, r.URL.Path)
 	if kind == Passthrough {
+		// A namespace write goes to Nomad from the leader only (HA): its
+		// auditor is the one ledger writer (docs/ha.md).
+		if NamespaceWrite(r.Method, r.URL.Path) {
+			if r = p.routeHA(w, r); r == nil {
+				return
+			}
+		}
 		p.rp.ServeHTTP(w, r)
 		return
 	}
