@@ -89,12 +89,12 @@ func (l *leadership) Admitter() (bool, uint64, time.Time, *url.URL) {
 		return true, t.Epoch, t.Deadline(), nil
 	}
 	st := l.e.Status()
-	if st.Leader.ID == "" || st.Leader.ID == l.self.ID || st.Leader.URL == "" {
+	if st.Leader.ID == "" || st.Leader.ID == l.self.ID {
 		return false, 0, time.Time{}, nil // none, or this governor between two states
 	}
-	u, err := url.Parse(st.Leader.URL)
-	if err != nil || u.Host == "" {
-		return false, 0, time.Time{}, nil
+	u, err := st.Leader.Endpoint()
+	if err != nil {
+		return false, 0, time.Time{}, nil // the elector logged the refused URL
 	}
 	return false, 0, time.Time{}, u
 }

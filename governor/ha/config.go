@@ -78,7 +78,8 @@ type Config struct {
 	// default "<hostname>-<pid>".
 	MemberID string
 	// AdvertiseURL is this governor's HTTP address, stored in the lock's
-	// value so standbys can forward to the leader.
+	// value so standbys can forward to the leader (Member.Endpoint's
+	// rules).
 	AdvertiseURL string
 	// RenewInterval is how often the session is renewed and the check
 	// updated. Default: a third of SessionTTL, or a quarter of CheckTTL.
@@ -182,6 +183,11 @@ func (c Config) Validate() error {
 	}
 	if !memberIDPattern.MatchString(c.MemberID) {
 		add("ha: member id %q must be 1-128 letters, digits, '.', '_', ':' or '-'", c.MemberID)
+	}
+	if c.AdvertiseURL != "" {
+		if _, err := (Member{URL: c.AdvertiseURL}).Endpoint(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("ha: tls cert and key files must be given together")

@@ -46,6 +46,10 @@ func TestConfigValidate(t *testing.T) {
 		"bad key":          {mod: func(c *Config) { c.Key = "/abs/key" }, want: []string{"lock key"}},
 		"bad member id":    {mod: func(c *Config) { c.MemberID = "a b/c" }, want: []string{"member id"}},
 		"cert without key": {mod: func(c *Config) { c.TLS.CertFile = "c.pem" }, want: []string{"cert and key"}},
+		"advertise":        {mod: func(c *Config) { c.AdvertiseURL = "http://127.0.0.1:4680" }},
+		"advertise with credentials": {mod: func(c *Config) { c.AdvertiseURL = "http://u:p@127.0.0.1:4680" },
+			want: []string{"advertised URL"}},
+		"advertise not http": {mod: func(c *Config) { c.AdvertiseURL = "unix:///run/g.sock" }, want: []string{"advertised URL"}},
 		"every problem at once": {mod: func(c *Config) { c.Address, c.SessionTTL, c.MemberID = "", time.Second, "" },
 			want: []string{"address is required", "session TTL", "member id"}},
 	}
