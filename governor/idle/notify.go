@@ -107,9 +107,20 @@ func (s *Service) notify(ctx context.Context, log hclog.Logger, c Candidate, kin
 	}
 	select {
 	case s.notices <- p:
-	default:
-		log.Warn("idle task event queue full; task event not sent (the ledger and log have the warning)")
+	default: // counted, logged once a period: 10,000 at once is one line, not 9,000
+		s.noticesDropped++
 	}
+}
+
+// logDroppedNotices logs, once, the notices the full queue refused since
+// the last call.
+func (s *Service) logDroppedNotices() {
+	if s.noticesDropped == 0 {
+		return
+	}
+	s.o.Log.Warn("idle task event queue full; task events not sent (the ledger and log have the warnings)",
+		"dropped", s.noticesDropped, "queue", noticeQueue)
+	s.noticesDropped = 0
 }
 
 // sendNotices sends queued notices until ctx ends.

@@ -70,6 +70,9 @@ type Service struct {
 	// notices is the task-event queue while Run runs (notify.go); set
 	// before Run's loop starts, used only from its goroutine.
 	notices chan pendingNotice
+	// noticesDropped counts the notices the full queue refused this
+	// period (notify); Run logs them once a period. Run's goroutine only.
+	noticesDropped int
 }
 
 // NewService returns a service; call Run.
@@ -113,6 +116,7 @@ func (s *Service) Run(ctx context.Context) {
 		if err := s.OnceAt(ctx, now); err != nil && ctx.Err() == nil {
 			s.o.Log.Warn("idle detection period failed", "error", err)
 		}
+		s.logDroppedNotices()
 		took := time.Since(began)
 		s.o.Log.Debug("idle detection period done", "took", took)
 		if took > s.o.Period && time.Since(slowLogged) > time.Minute {
