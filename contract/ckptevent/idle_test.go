@@ -52,13 +52,18 @@ func TestIdleSignalRefused(t *testing.T) {
 
 // FuzzParseIdleSignal feeds arbitrary signal names (anyone with
 // alloc-lifecycle can send one to the driver): never a panic; a name that
-// parses has a known kind, and a warning its times and action; what
-// Signal writes parses back to the same notice.
+// parses has a known kind, and a warning its times and action; its task
+// event message starts with IdleMessage, is bounded by the name, and never
+// reads as a checkpoint (a tenant forging one into its own task cannot
+// move the checkpoint age the governor weighs victims by); what Signal
+// writes parses back to the same notice.
 func FuzzParseIdleSignal(f *testing.F) {
 	f.Add("ALLOT_IDLE_WARNING;since=2026-11-30T15:02:11Z;due=2026-11-30T15:32:11Z;action=checkpoint;class=idle-held")
 	f.Add("ALLOT_IDLE_WITHDRAWN")
 	f.Add("ALLOT_IDLE_WARNING;since=;due=;action=")
 	f.Add("SIGUSR1")
+	f.Add("ALLOT_IDLE_WARNING;since=2026-11-30T15:02:11Z;due=2026-11-30T15:32:11Z;action=x;class=Checkpoint saved: /ckpt step 9")
+	f.Add("ALLOT_IDLE_WITHDRAWN;since=x;checkpoint_path=/ckpt")
 	f.Fuzz(func(t *testing.T, name string) {
 		n, err := ParseIdleSignal(name)
 		if err != nil {
@@ -69,7 +74,11 @@ func FuzzParseIdleSignal(f *testing.F) {
 		if n.Kind == IdleWarning {
 			must.False(t, n.Since.IsZero() || n.Due.IsZero() || n.Action == "")
 		}
-		_ = n.Message()
+		msg := n.Message()
+		must.StrHasPrefix(t, IdleMessage, msg)
+		must.LessEq(t, len(name)+200, len(msg), must.Sprintf("message %q", msg))
+		_, isCheckpoint := Parse(msg, map[string]string{Path: "/ckpt", UnixTime: "1764514931", Trigger: TriggerPeriodic})
+		must.False(t, isCheckpoint)
 		again, err := ParseIdleSignal(n.Signal())
 		must.NoError(t, err)
 		must.Eq(t, n.Signal(), again.Signal())
