@@ -16,8 +16,8 @@ import (
 // files, broken syntax). Properties: loading and validating never panic;
 // every error names the file, and every syntax or schema error its line;
 // loading is deterministic; and Load (defaults → file → flags → Validate)
-// accepts the file exactly when LoadFile and Validate do, with the same
-// result.
+// accepts the file exactly when LoadFile, the resolution of derived
+// defaults and Validate do, with the same result.
 func FuzzLoadFile(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, src []byte) {
@@ -33,6 +33,10 @@ func FuzzLoadFile(f *testing.F) {
 		if err != nil {
 			checkLoadError(t, path, err)
 		} else {
+			// What Load resolves from the file's settings before it
+			// validates: the ledger's path, HA's member id and advertise URL.
+			c.resolveLedger()
+			c.resolveHA(osHostname)
 			err = c.Validate()
 		}
 
