@@ -33,6 +33,9 @@ func (e *Estimator) Observe(key string, d time.Duration) {
 	e.runs[key] = r
 }
 
+// Forget drops everything learned for key.
+func (e *Estimator) Forget(key string) { delete(e.runs, key) }
+
 // Estimate returns key's learned run time; zero until Min runs are known.
 func (e *Estimator) Estimate(key string) time.Duration {
 	r := e.runs[key]

@@ -10,6 +10,7 @@
 package estimate
 
 import (
+	"container/list"
 	"context"
 	"strconv"
 	"strings"
@@ -47,11 +48,27 @@ type Learner struct {
 	// (a source lists runs that end at since again).
 	last time.Time
 	seen map[string]bool
+	// names holds, per tenant, its learned job names by their latest
+	// observation (at most MaxNames).
+	names map[string]*recent
+}
+
+// MaxNames is how many job names a Learner keeps per tenant: a tenant
+// can make up job names without end, so past MaxNames the name observed
+// least recently is forgotten (its runs still taught the tenant's
+// device count).
+const MaxNames = 1000
+
+// recent is a tenant's name keys, the most recently observed first.
+type recent struct {
+	order *list.List // of name keys
+	at    map[string]*list.Element
 }
 
 // New returns an empty learner.
 func New() *Learner {
-	return &Learner{byName: engine.NewEstimator(), byShape: engine.NewEstimator(), cache: map[string]time.Duration{}, seen: map[string]bool{}}
+	return &Learner{byName: engine.NewEstimator(), byShape: engine.NewEstimator(), cache: map[string]time.Duration{}, seen: map[string]bool{},
+		names: map[string]*recent{}}
 }
 
 // Name is the name a job's run times are learned by: its ID without the
@@ -92,9 +109,33 @@ func (l *Learner) Observe(r Run) {
 	}
 	l.seen[id] = true
 	nk, sk := nameKey(r.Namespace, r.JobID), shapeKey(r.Namespace, r.Devices)
+	l.keepName(r.Namespace, nk)
 	l.byName.Observe(nk, d)
 	l.byShape.Observe(sk, d)
 	l.cache[nk], l.cache[sk] = l.byName.Estimate(nk), l.byShape.Estimate(sk)
+}
+
+// keepName marks name key nk of tenant ns as observed now and forgets
+// the tenant's least recently observed name when it would keep more
+// than MaxNames.
+func (l *Learner) keepName(ns, nk string) {
+	r := l.names[ns]
+	if r == nil {
+		r = &recent{order: list.New(), at: map[string]*list.Element{}}
+		l.names[ns] = r
+	}
+	if e, ok := r.at[nk]; ok {
+		r.order.MoveToFront(e)
+		return
+	}
+	r.at[nk] = r.order.PushFront(nk)
+	if r.order.Len() <= MaxNames {
+		return
+	}
+	old := r.order.Remove(r.order.Back()).(string)
+	delete(r.at, old)
+	l.byName.Forget(old)
+	delete(l.cache, old)
 }
 
 // Estimate is engine.Config.Runtimes: the learned run time of j by its

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +165,66 @@ func minutesIDs(ns string, dev int64, ids []string, ms ...int) []Run {
 		out = append(out, run(ns, ids[i], 1, dev, time.Duration(m)*time.Minute, t0.Add(time.Duration(i)*time.Hour)))
 	}
 	return out
+}
+
+// TestLearnerKeepsMaxNamesPerTenant: a tenant that makes up job names
+// without end keeps at most MaxNames of them; the one observed least
+// recently is forgotten (its job falls back to the device count), and
+// other tenants' names stay.
+func TestLearnerKeepsMaxNamesPerTenant(t *testing.T) {
+	l := New()
+	end := t0
+	observe := func(ns, id string, d time.Duration, n int) {
+		for i := 0; i < n; i++ {
+			end = end.Add(time.Second)
+			l.Observe(run(ns, id, uint64(i+1), 8, d, end))
+		}
+	}
+	observe("other", "first", 3*time.Hour, 5)
+	observe("ml", "first", 10*time.Hour, 5)
+	observe("ml", "keep", 2*time.Hour, 5)
+	for i := 0; i < MaxNames-2; i++ {
+		observe("ml", fmt.Sprintf("n%d", i), time.Minute, 1)
+	}
+	must.Eq(t, 10*time.Hour, l.Estimate(job("ml", "first", 8)))
+
+	observe("ml", "keep", 2*time.Hour, 1) // now the most recent
+	observe("ml", "last", time.Minute, 1) // one name too many
+	must.Eq(t, time.Minute, l.Estimate(job("ml", "first", 8)), must.Sprint("forgotten: the device count's estimate"))
+	must.Eq(t, 2*time.Hour, l.Estimate(job("ml", "keep", 8)))
+	must.Eq(t, 3*time.Hour, l.Estimate(job("other", "first", 8)))
+
+	for i := 0; i < 3*MaxNames; i++ {
+		observe("ml", fmt.Sprintf("more%d", i), time.Minute, 1)
+	}
+	must.Eq(t, MaxNames, len(l.names["ml"].at))
+	must.Eq(t, MaxNames, l.names["ml"].order.Len())
+	names := 0
+	for k := range l.cache {
+		if strings.HasPrefix(k, "ml\x00") && !strings.HasPrefix(k, "ml\x00#") {
+			names++
+		}
+	}
+	must.Eq(t, MaxNames, names)
+}
+
+// BenchmarkLearnerDistinctNames: one tenant finishes 100,000 runs, each
+// under a new job name (5 runs per name would be no worse: MaxNames
+// bounds names, Window runs per name). Reports the heap the learner
+// retains.
+func BenchmarkLearnerDistinctNames(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		l := New()
+		for n := 0; n < 100_000; n++ {
+			end := t0.Add(time.Duration(n) * time.Second)
+			l.Observe(run("ml", fmt.Sprintf("sweep-%d", n), 1, 8, time.Minute, end))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "retained-MiB")
+		runtime.KeepAlive(l)
+	}
 }
