@@ -24,6 +24,9 @@ type fakeNomad struct {
 	meta  map[string]map[string]string
 	// services are the job IDs of service jobs (submitted at t0)
 	services map[string]bool
+	// byID, when set, indexes allocs (benchmarks, whose allocs never
+	// change): a lookup per allocation would make a period quadratic.
+	byID map[string]*api.AllocationListStub
 }
 
 func (f *fakeNomad) Allocations(context.Context) ([]*api.AllocationListStub, error) {
@@ -49,6 +52,9 @@ func (f *fakeNomad) stats(ids []string) []*api.DeviceGroupStats {
 func (f *fakeNomad) AllocDeviceStats(_ context.Context, id string) ([]*api.DeviceGroupStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if a, ok := f.byID[id]; ok {
+		return f.stats(a.AllocatedResources.Tasks["t"].Devices[0].DeviceIDs), nil
+	}
 	for _, a := range f.allocs {
 		if a.ID == id {
 			return f.stats(a.AllocatedResources.Tasks["t"].Devices[0].DeviceIDs), nil
