@@ -105,9 +105,6 @@ func newConsulClient(cfg Config) (*api.Client, error) {
 	return client, nil
 }
 
-// Config is the elector's configuration with defaults applied.
-func (e *Elector) Config() Config { return e.cfg }
-
 // Self is this elector's member identity.
 func (e *Elector) Self() Member { return e.me }
 
