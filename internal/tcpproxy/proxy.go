@@ -57,9 +57,6 @@ func New(target string) (*Proxy, error) {
 // Addr is the proxy's own address (host:port) to give the client.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Target is the address the proxy forwards to.
-func (p *Proxy) Target() string { return p.target }
-
 // Break drops every open connection (both directions) and closes each new
 // one as soon as it is accepted, until Heal.
 func (p *Proxy) Break() {
