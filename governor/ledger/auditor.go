@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/auth"
-	"github.com/allot-sh/allot/governor/proxy"
+	"github.com/allot-sh/allot/governor/hahttp"
 )
 
 // Authenticator resolves the caller of a request (governor/auth).
@@ -45,7 +45,7 @@ type Auditor struct {
 // Wrap returns next with namespace writes (PUT/POST /v1/namespace[/name],
 // DELETE /v1/namespace/name) recorded with the caller's token accessor and
 // name once Nomad accepted them. A write next forwarded to the leader (it
-// set proxy.ForwardedHeader on r: this governor is a standby) is left to
+// set hahttp.ForwardedHeader on r: this governor is a standby) is left to
 // the leader's auditor, which sees the same caller. When next forwards
 // the governor's own writes to the leader (proxy.Proxy.ForwardToLeader),
 // the handler returned does too.
@@ -81,7 +81,7 @@ func (a *Auditor) wrap(next http.Handler) http.HandlerFunc {
 			next.ServeHTTP(w, r)
 			return
 		}
-		forwardedBy := r.Header.Get(proxy.ForwardedHeader)
+		forwardedBy := r.Header.Get(hahttp.ForwardedHeader)
 		var meta map[string]string
 		if r.Method != http.MethodDelete {
 			var err error
@@ -94,7 +94,7 @@ func (a *Auditor) wrap(next http.Handler) http.HandlerFunc {
 		defer a.mu.Unlock()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
-		if rec.status/100 != 2 || name == "" || r.Header.Get(proxy.ForwardedHeader) != forwardedBy {
+		if rec.status/100 != 2 || name == "" || r.Header.Get(hahttp.ForwardedHeader) != forwardedBy {
 			return
 		}
 		actor, actorName := ActorUnknown, ""
@@ -123,15 +123,13 @@ func ActorOf(c *auth.Caller) (string, string) {
 // namespaceWrite reports whether r writes a namespace, and its name when
 // the path carries it.
 func namespaceWrite(r *http.Request) (string, bool) {
-	p := r.URL.Path
-	switch {
-	case p == "/v1/namespace" && (r.Method == http.MethodPut || r.Method == http.MethodPost):
-		return "", true
-	case strings.HasPrefix(p, "/v1/namespace/"):
-		name := strings.TrimPrefix(p, "/v1/namespace/")
-		return name, r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodDelete
+	if !hahttp.NamespaceWrite(r.Method, r.URL.Path) {
+		return "", false
 	}
-	return "", false
+	if r.URL.Path == "/v1/namespace" {
+		return "", true // the name is in the body
+	}
+	return strings.TrimPrefix(r.URL.Path, "/v1/namespace/"), true
 }
 
 // readBody reads the namespace from the body and puts the body back.

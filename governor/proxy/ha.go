@@ -7,24 +7,17 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/allot-sh/allot/governor/hahttp"
 )
 
-// Headers of HA (docs/ha.md).
-const (
-	// EpochHeader carries the leader's term on every admission write the
-	// proxy sends to Nomad on a leader.
-	EpochHeader = "X-Allot-Epoch"
-	// ForwardedHeader marks an admission request or namespace write a
-	// standby forwarded to the leader: a governor that receives one and
-	// does not lead answers 503 rather than forwarding it again. The
-	// standby sets it on the request it serves, so a handler around the
-	// proxy (the ledger's auditor) sees that the leader handled it.
-	ForwardedHeader = "X-Allot-Forwarded-By"
-)
+// EpochHeader carries the leader's term on every admission write the
+// proxy sends to Nomad on a leader (docs/ha.md). A forwarded request is
+// marked with hahttp.ForwardedHeader.
+const EpochHeader = "X-Allot-Epoch"
 
 // retryAfterNoLeader is the Retry-After of a 503 while there is no leader.
 const retryAfterNoLeader = "1"
@@ -41,7 +34,7 @@ type Leadership interface {
 	// called once the write returned, lets a leader that steps down wait
 	// for its writes in flight.
 	Hold(epoch uint64) (release func(), ok bool)
-	// MemberID names this governor (ForwardedHeader).
+	// MemberID names this governor (hahttp.ForwardedHeader).
 	MemberID() string
 }
 
@@ -76,7 +69,7 @@ func (p *Proxy) routeHA(w http.ResponseWriter, r *http.Request) *http.Request {
 		return r.WithContext(context.WithValue(r.Context(), epochKey{}, lease{epoch: epoch, deadline: deadline}))
 	case leader == nil:
 		noLeader(w, "no governor leads now (an election is under way)")
-	case r.Header.Get(ForwardedHeader) != "":
+	case r.Header.Get(hahttp.ForwardedHeader) != "":
 		noLeader(w, "the leader this request was forwarded to no longer leads")
 	default:
 		p.toLeader(w, r, leader)
@@ -94,7 +87,7 @@ func (p *Proxy) toLeader(w http.ResponseWriter, r *http.Request, leader *url.URL
 		p.fwd.log.Warn("forwarding a write to the leader", "leader", leader.String(), "path", r.URL.Path, "error", err)
 		noLeader(w, "the leader could not be reached")
 	}
-	r.Header.Set(ForwardedHeader, p.lead.MemberID())
+	r.Header.Set(hahttp.ForwardedHeader, p.lead.MemberID())
 	rp.ServeHTTP(w, r)
 }
 
@@ -103,22 +96,6 @@ func (p *Proxy) toLeader(w http.ResponseWriter, r *http.Request, leader *url.URL
 func noLeader(w http.ResponseWriter, why string) {
 	w.Header().Set("Retry-After", retryAfterNoLeader)
 	http.Error(w, fmt.Sprintf("allot-governor: %s; nothing was sent to Nomad, retry in a moment", why), http.StatusServiceUnavailable)
-}
-
-// NamespaceWrite reports whether a request writes a namespace, on Nomad
-// 1.6.1's routes (command/agent/http.go, namespace_endpoint.go): PUT or
-// POST /v1/namespace, PUT, POST or DELETE /v1/namespace/<name>. Under HA
-// a standby forwards these to the leader like admissions, so the leader's
-// auditor records every namespace change with its caller and a standby
-// writes nothing to the ledger.
-func NamespaceWrite(method, path string) bool {
-	switch {
-	case path == "/v1/namespace":
-		return method == http.MethodPut || method == http.MethodPost
-	case strings.HasPrefix(path, "/v1/namespace/"):
-		return method == http.MethodPut || method == http.MethodPost || method == http.MethodDelete
-	}
-	return false
 }
 
 // epochOf is the term r is admitted under (0 without HA).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/hahttp"
 	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
@@ -63,7 +64,7 @@ func newLeaderStub(t *testing.T) *leaderStub {
 		s.mu.Lock()
 		s.paths = append(s.paths, r.Method+" "+r.URL.Path)
 		s.tokens = append(s.tokens, r.Header.Get("X-Nomad-Token"))
-		s.fwdBy = append(s.fwdBy, r.Header.Get(ForwardedHeader))
+		s.fwdBy = append(s.fwdBy, r.Header.Get(hahttp.ForwardedHeader))
 		s.bodies = append(s.bodies, string(b))
 		s.mu.Unlock()
 		_, _ = io.WriteString(w, `{"EvalID":"from-leader","JobModifyIndex":9}`)
@@ -110,7 +111,7 @@ func TestHANoLeaderIs503(t *testing.T) {
 			must.NoError(t, err)
 			req.Header.Set("X-Nomad-Token", "caller-secret")
 			if name == "forwarded to a former leader" {
-				req.Header.Set(ForwardedHeader, "gov-a")
+				req.Header.Set(hahttp.ForwardedHeader, "gov-a")
 			}
 			resp, err := http.DefaultClient.Do(req)
 			must.NoError(t, err)

@@ -1,6 +1,10 @@
 package proxy
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/allot-sh/allot/governor/hahttp"
+)
 
 // ForwardToLeader routes one of the governor's own write requests outside
 // /v1 (POST /allot/v1/jobs/<ns>/<id>/requeue, governor/server) the way
@@ -20,7 +24,7 @@ func (p *Proxy) ForwardToLeader(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	case leader == nil:
 		noLeader(w, "no governor leads now (an election is under way)")
-	case r.Header.Get(ForwardedHeader) != "":
+	case r.Header.Get(hahttp.ForwardedHeader) != "":
 		noLeader(w, "the leader this request was forwarded to no longer leads")
 	default:
 		p.toLeader(w, r, leader)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/hahttp"
 )
 
 func TestForwardToLeader(t *testing.T) {
@@ -41,7 +43,7 @@ func TestForwardToLeader(t *testing.T) {
 			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{"reason":"drain"}`))
 			req.Header.Set("X-Nomad-Token", "caller-secret")
 			if tc.forwarded {
-				req.Header.Set(ForwardedHeader, "gov-a")
+				req.Header.Set(hahttp.ForwardedHeader, "gov-a")
 			}
 			rec := httptest.NewRecorder()
 			must.Eq(t, tc.answered, f.proxy.ForwardToLeader(rec, req))

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/hahttp"
 	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/metrics"
 	"github.com/allot-sh/allot/governor/quota"
@@ -194,7 +195,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if kind == Passthrough {
 		// A namespace write goes to Nomad from the leader only (HA): its
 		// auditor is the one ledger writer (docs/ha.md).
-		if NamespaceWrite(r.Method, r.URL.Path) {
+		if hahttp.NamespaceWrite(r.Method, r.URL.Path) {
 			if r = p.routeHA(w, r); r == nil {
 				return
 			}

@@ -46,6 +46,8 @@ var Rules = []Rule{
 		Why: "jobmeta owns the job meta keys and imports nothing of Allot"},
 	{From: "governor/ha", Allow: with(),
 		Why: "the leader election is a leaf: the governor's wiring imports it, it imports nothing of Allot"},
+	{From: "governor/hahttp", Allow: with(),
+		Why: "HA's forwarding header and namespace-write routes, read by the proxy and the ledger's auditor: a leaf, so the data layer need not import the proxy"},
 	{From: "governor/allotapi", Allow: with(),
 		Why: "the API wire types and client are imported by the CLI and must stay a leaf"},
 	{From: "governor/sim/...", Allow: with("governor/sim/...", "governor/engine", "governor/quota",
