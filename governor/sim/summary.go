@@ -145,8 +145,7 @@ func Summarize(r *Result) Summary {
 	for c, ds := range byC {
 		sum.WaitByClass[c] = NewStats(ds)
 	}
-	sum.AllocRate, sum.UsefulRate, sum.ShareError = rates(r, sum.Span)
-	sum.ShareErrorIdle, sum.ShareErrorAllocated = shareErrorParts(r, sum.Span)
+	rates(r, sum.Span, &sum)
 	if r.End > 0 {
 		sum.Delivered /= float64(r.GPUs) * r.End.Seconds()
 	}
@@ -177,9 +176,15 @@ func idleHours(r *Result, span time.Duration) (map[string]float64, float64) {
 	return out, total
 }
 
-func rates(r *Result, span time.Duration) (alloc, useful, shareErr float64) {
+// rates sets sum's mean allocated and useful fractions and its share
+// errors: the whole (ShareError), the floor idle GPUs set
+// (ShareErrorIdle) and the error of the allocated GPUs against their own
+// fair division (ShareErrorAllocated); one fair division per sample.
+func rates(r *Result, span time.Duration, sum *Summary) {
 	n := 0
-	var diff, ent float64
+	// ent and entSum add the same entitlements in two orders (per tenant,
+	// per sample): each keeps its figure's rounding as it was.
+	var alloc, useful, diff, ent, entSum, short, diffAlloc, got float64
 	for _, s := range r.Samples {
 		if s.T > span {
 			break
@@ -188,46 +193,31 @@ func rates(r *Result, span time.Duration) (alloc, useful, shareErr float64) {
 		alloc += float64(s.Allocated) / float64(r.GPUs)
 		useful += float64(s.Useful) / float64(r.GPUs)
 		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
-		for i := range fair {
-			diff += math.Abs(float64(s.Tenant[i]) - fair[i])
-			ent += fair[i]
-		}
-	}
-	if n == 0 || ent == 0 {
-		return 0, 0, 0
-	}
-	return alloc / float64(n), useful / float64(n), diff / ent
-}
-
-// shareErrorParts splits the share error: the floor idle GPUs set, and
-// the error of the allocated GPUs against their own fair division.
-func shareErrorParts(r *Result, span time.Duration) (idle, allocated float64) {
-	var ent, short, diff, got float64
-	for _, s := range r.Samples {
-		if s.T > span {
-			break
-		}
-		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
 		held := 0
 		var e float64
 		for i := range fair {
-			held += s.Tenant[i]
+			diff += math.Abs(float64(s.Tenant[i]) - fair[i])
+			ent += fair[i]
 			e += fair[i]
+			held += s.Tenant[i]
 		}
-		ent += e
+		entSum += e
 		short += math.Max(0, e-float64(held))
 		for i, f := range FairShare(held, r.Entitled, s.Demand) {
-			diff += math.Abs(float64(s.Tenant[i]) - f)
+			diffAlloc += math.Abs(float64(s.Tenant[i]) - f)
 		}
 		got += float64(held)
 	}
-	if ent > 0 {
-		idle = short / ent
-	}
 	if got > 0 {
-		allocated = diff / got
+		sum.ShareErrorAllocated = diffAlloc / got
 	}
-	return idle, allocated
+	if entSum > 0 {
+		sum.ShareErrorIdle = short / entSum
+	}
+	if n == 0 || ent == 0 {
+		return
+	}
+	sum.AllocRate, sum.UsefulRate, sum.ShareError = alloc/float64(n), useful/float64(n), diff/ent
 }
 
 func shares(r *Result, span time.Duration) []TenantShare {
