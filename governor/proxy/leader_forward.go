@@ -1,10 +1,6 @@
 package proxy
 
-import (
-	"net/http"
-
-	"github.com/allot-sh/allot/governor/hahttp"
-)
+import "net/http"
 
 // ForwardToLeader routes one of the governor's own write requests outside
 // /v1 (POST /allot/v1/jobs/<ns>/<id>/requeue, governor/server) the way
@@ -13,21 +9,7 @@ import (
 // standby it forwards r to the leader with the caller's headers (its
 // token) and body unchanged and answers what the leader answers, or 503
 // with Retry-After when no leader is known, the leader cannot be reached,
-// or r was forwarded once already.
+// or r was forwarded once already: routeHA's decision, r's term unused.
 func (p *Proxy) ForwardToLeader(w http.ResponseWriter, r *http.Request) bool {
-	if p.lead == nil {
-		return false
-	}
-	lead, _, _, leader := p.lead.Admitter()
-	switch {
-	case lead:
-		return false
-	case leader == nil:
-		noLeader(w, "no governor leads now (an election is under way)")
-	case r.Header.Get(hahttp.ForwardedHeader) != "":
-		noLeader(w, "the leader this request was forwarded to no longer leads")
-	default:
-		p.toLeader(w, r, leader)
-	}
-	return true
+	return p.routeHA(w, r) == nil
 }
