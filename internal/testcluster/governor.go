@@ -2,13 +2,10 @@ package testcluster
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/allot-sh/allot/internal/nomadagent"
 	"github.com/allot-sh/allot/internal/proc"
 )
 
@@ -31,20 +28,7 @@ type Governor struct {
 // killed when the test ends.
 func (c *Cluster) StartGovernor(args ...string) *Governor {
 	c.t.Helper()
-	bin := filepath.Join(c.Dir, "allot-governor")
-	if err := GoBuild("./governor", bin); err != nil {
-		c.t.Fatalf("testcluster: %v", err)
-	}
-	ports, err := nomadagent.FreePorts(1)
-	if err != nil {
-		c.t.Fatalf("testcluster: %v", err)
-	}
-	listen := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	g := &Governor{Addr: "http://" + listen, LogPath: filepath.Join(c.Dir, "governor.log"), t: c.t, bin: bin,
-		args: append([]string{"-nomad-addr", c.Addr(), "-listen", listen, "-log-level", "debug"}, args...)}
-	c.t.Cleanup(g.cleanup)
-	g.Start()
-	return g
+	return c.StartGovernorWith(GovernorOptions{Args: args})
 }
 
 // Start starts the (stopped) governor again on the same port and waits
@@ -53,11 +37,6 @@ func (g *Governor) Start() {
 	g.t.Helper()
 	g.StartNoWait()
 	g.WaitHealthy(time.Minute)
-}
-
-// procStart starts the governor's process.
-func procStart(g *Governor) (*proc.Process, error) {
-	return proc.Start(g.bin, g.args, []string{"NOMAD_ADDR=", "NOMAD_TOKEN=", "CONSUL_HTTP_TOKEN="}, g.LogPath)
 }
 
 // WaitHealthy polls /readyz until it answers 200; it fails at once when

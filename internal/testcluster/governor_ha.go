@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/allot-sh/allot/internal/nomadagent"
+	"github.com/allot-sh/allot/internal/proc"
 )
 
 // GovernorOptions start one of several governors beside a cluster (HA
@@ -62,7 +63,7 @@ func (c *Cluster) StartGovernorWith(o GovernorOptions) *Governor {
 // StartNoWait starts the (stopped) governor again without waiting for it.
 func (g *Governor) StartNoWait() {
 	g.t.Helper()
-	p, err := procStart(g)
+	p, err := proc.Start(g.bin, g.args, []string{"NOMAD_ADDR=", "NOMAD_TOKEN=", "CONSUL_HTTP_TOKEN="}, g.LogPath)
 	if err != nil {
 		g.t.Fatalf("testcluster: starting governor: %v", err)
 	}
