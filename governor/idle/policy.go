@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // Action is what the ladder does at the end of the grace.
@@ -160,8 +161,10 @@ func (t *Tenant) apply(key, val string) error {
 			t.Exempt[strings.TrimPrefix(key, KeyExemptPrefix)] = e
 		}
 		return err
+	case strings.HasPrefix(key, quota.PrefixIdle): // a typo would otherwise keep the default unseen
+		return errors.New("unknown idle policy key (known: allot.idle.window, threshold, memory, grace, notice, action, ttl, exempt.<job>)")
 	}
-	return nil
+	return nil // not an idle key
 }
 
 // set parses val into *dst, leaving *dst as it was when val is refused.

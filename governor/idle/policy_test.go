@@ -14,19 +14,32 @@ func TestParseTenant(t *testing.T) {
 		want     func(*Policy)
 		exempt   map[string]Exemption
 		problems int
+		problem  string // in every problem, when set
 	}{
 		"defaults": {meta: map[string]string{"allot.quota.gpu": "4"}, exempt: map[string]Exemption{}},
 		"all keys": {
-			meta: map[string]string{KeyWindow: "30m", KeyThreshold: "10%", KeyMemory: "2048", KeyGrace: "5m", KeyAction: "warn"},
+			meta: map[string]string{KeyWindow: "30m", KeyThreshold: "10%", KeyMemory: "2048", KeyGrace: "5m", KeyNotice: "2m", KeyAction: "warn"},
 			want: func(p *Policy) {
-				p.Window, p.ThresholdPct, p.MemoryMiB, p.Grace, p.Action = 30*time.Minute, 10, 2048, 5*time.Minute, ActionWarn
+				p.Window, p.ThresholdPct, p.MemoryMiB, p.Grace, p.Notice, p.Action = 30*time.Minute, 10, 2048, 5*time.Minute, 2*time.Minute, ActionWarn
 			},
 			exempt: map[string]Exemption{},
 		},
 		"bad values keep defaults": {
-			meta:     map[string]string{KeyWindow: "-1m", KeyThreshold: "150", KeyMemory: "lots", KeyGrace: "soon", KeyAction: "kill", KeyExemptPrefix + "x": "reason=no expiry"},
+			meta: map[string]string{KeyWindow: "-1m", KeyThreshold: "150", KeyMemory: "lots", KeyGrace: "soon", KeyAction: "kill", KeyExemptPrefix + "x": "reason=no expiry",
+				KeyNotice: "0s"},
 			exempt:   map[string]Exemption{},
-			problems: 6,
+			problems: 7,
+		},
+		"hostile notice values keep the default": {
+			meta: map[string]string{KeyNotice: "-5m"}, exempt: map[string]Exemption{}, problems: 1,
+		},
+		"notice beyond the grace is accepted (warned at once)": {
+			meta: map[string]string{KeyNotice: "2562047h", KeyGrace: "0s"}, exempt: map[string]Exemption{},
+			want: func(p *Policy) { p.Notice, p.Grace = 2562047*time.Hour, 0 },
+		},
+		"unknown idle keys are refused, not ignored": {
+			meta:   map[string]string{"allot.idle.notcie": "5m", "allot.idle.exempt": "until=2030-01-01T00:00:00Z;reason=x", "allot.idle.": "1"},
+			exempt: map[string]Exemption{}, problems: 3, problem: "unknown idle policy key",
 		},
 		"exemption": {
 			meta:   map[string]string{KeyExemptPrefix + "train": "until=2026-12-01T00:00:00Z; reason=demo for the board"},
@@ -43,6 +56,9 @@ func TestParseTenant(t *testing.T) {
 			must.Eq(t, want, got.Policy)
 			must.Eq(t, tc.exempt, got.Exempt)
 			must.Len(t, tc.problems, got.Problems)
+			for _, p := range got.Problems {
+				must.StrContains(t, p, tc.problem)
+			}
 		})
 	}
 }
