@@ -64,9 +64,9 @@ func (c *Console) queuePage(qa allotapi.Queue, f queueFilter, page int) queueDat
 	d := queueData{Total: qa.Total, Visible: len(qa.Jobs), Filter: f}
 	tenants, pools, classes := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	now := c.opts.Now()
-	first := 0
-	if page > 1 {
-		first = (page - 1) * PageSize
+	d.Page = page
+	if d.Page < 1 {
+		d.Page = 1
 	}
 	for _, e := range qa.Jobs {
 		pool := c.opts.JobPool(e.Namespace, e.JobID)
@@ -74,7 +74,8 @@ func (c *Console) queuePage(qa allotapi.Queue, f queueFilter, page int) queueDat
 		if !f.match(e, pool) {
 			continue
 		}
-		if d.Matched >= first && d.Matched < first+PageSize {
+		// Divide, never multiply the page: a huge ?page= would overflow.
+		if d.Matched/PageSize == d.Page-1 {
 			if e.Request == nil && c.opts.Request != nil {
 				e.Request = c.opts.Request(e.Namespace, e.JobID)
 			}
@@ -84,10 +85,6 @@ func (c *Console) queuePage(qa allotapi.Queue, f queueFilter, page int) queueDat
 	}
 	d.Tenants, d.Pools, d.Classes = keys(tenants), keys(pools), keys(classes)
 	d.Pages = (d.Matched + PageSize - 1) / PageSize
-	d.Page = page
-	if d.Page < 1 {
-		d.Page = 1
-	}
 	base := url.Values{}
 	for k, v := range map[string]string{"tenant": f.Tenant, "pool": f.Pool, "class": f.Class} {
 		if v != "" {
