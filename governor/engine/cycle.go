@@ -20,6 +20,9 @@ type cycle struct {
 	reserved map[string]*reservation
 	// byKey indexes jobs by "namespace/id" (built on first use).
 	byKey map[string]*Job
+	// cluster is clusterVector's result (built on first use): the
+	// snapshot's nodes do not change within a cycle.
+	cluster quota.Vector
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
 	memo      map[string]memoEntry
@@ -254,8 +257,13 @@ func (cy *cycle) shares() {
 	}
 }
 
-// clusterVector is the capacity of every node, by resource.
+// clusterVector is the capacity of every node, by resource, computed
+// once per cycle (fairness preemption asks for it per preemptor);
+// callers only read it.
 func (cy *cycle) clusterVector() quota.Vector {
+	if cy.cluster != nil {
+		return cy.cluster
+	}
 	cluster := quota.Vector{}
 	for _, n := range cy.s.Nodes {
 		cluster[quota.CPU] += n.CPU
@@ -266,6 +274,7 @@ func (cy *cycle) clusterVector() quota.Vector {
 			cluster[d.Type] += int64(d.Healthy)
 		}
 	}
+	cy.cluster = cluster
 	return cluster
 }
 
