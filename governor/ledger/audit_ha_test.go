@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/hahttp"
 	"github.com/allot-sh/allot/governor/proxy"
 )
 
@@ -93,4 +94,59 @@ func TestWrapKeepsForwardToLeader(t *testing.T) {
 	must.True(t, ok)
 	_, ok = a.Wrap(http.NotFoundHandler()).(leaderForwarder)
 	must.False(t, ok)
+}
+
+// TestAuditorIgnoresACallersForwardedHeader: X-Allot-Forwarded-By sent
+// by a tenant cannot hide its namespace write from the audit log: the
+// leader writes it to Nomad and records it with the caller; a standby
+// refuses it (503, nothing sent to Nomad, nothing recorded) rather than
+// forwarding it unaudited.
+func TestAuditorIgnoresACallersForwardedHeader(t *testing.T) {
+	var mu sync.Mutex
+	var writes []string
+	nomad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		writes = append(writes, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"Index":7}`))
+	}))
+	t.Cleanup(nomad.Close)
+	target, _ := url.Parse(nomad.URL)
+	leaderURL, _ := url.Parse("http://127.0.0.1:1")
+	tests := map[string]struct {
+		lead    haLead
+		status  int
+		entries int
+	}{
+		"leader":  {lead: haLead{lead: true}, status: http.StatusOK, entries: 1},
+		"standby": {lead: haLead{leader: leaderURL}, status: http.StatusServiceUnavailable, entries: 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			mu.Lock()
+			writes = nil
+			mu.Unlock()
+			db := openSQLite(t)
+			a := &Auditor{DB: db, Auth: fakeAuth{}, Now: func() time.Time { return at(5) }}
+			h := a.Wrap(proxy.New(proxy.Options{Target: target, Leadership: tc.lead}))
+			for _, by := range []string{"gov-a", "gov-b", "x"} {
+				body, _ := json.Marshal(api.Namespace{Name: "ml", Meta: map[string]string{"allot.quota.gpu": by}})
+				req := httptest.NewRequest(http.MethodPut, "/v1/namespace/ml", strings.NewReader(string(body)))
+				req.Header.Set("X-Nomad-Token", "s3cret")
+				req.Header.Set(hahttp.ForwardedHeader, by)
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				must.Eq(t, tc.status, rec.Code)
+			}
+			mu.Lock()
+			must.Eq(t, tc.entries*3, len(writes), must.Sprint("Nomad writes"))
+			mu.Unlock()
+			es, err := db.Entries(context.Background(), AuditQuery{Kind: KindNamespaceMeta})
+			must.NoError(t, err)
+			must.Len(t, tc.entries*3, es)
+			for _, e := range es {
+				must.Eq(t, "acc-s3cret", e.Actor)
+			}
+		})
+	}
 }

@@ -23,12 +23,15 @@ func TestForwardToLeader(t *testing.T) {
 		status    int
 		fwd       []string
 	}{
-		"single governor":              {answered: false},
-		"the leader handles it":        {lead: &fakeLead{lead: true, epoch: 2}, answered: false},
-		"a standby forwards":           {lead: &fakeLead{leader: leader.srvURL}, answered: true, status: http.StatusOK, fwd: []string{"POST " + path}},
-		"no leader known":              {lead: &fakeLead{}, answered: true, status: http.StatusServiceUnavailable},
-		"forwarded once already":       {lead: &fakeLead{leader: leader.srvURL}, forwarded: true, answered: true, status: http.StatusServiceUnavailable},
-		"the leader cannot be reached": {lead: &fakeLead{leader: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}, answered: true, status: http.StatusServiceUnavailable},
+		"single governor":       {answered: false},
+		"the leader handles it": {lead: &fakeLead{lead: true, epoch: 2}, answered: false},
+		// A tenant's own X-Allot-Forwarded-By cannot make the leader skip
+		// the requeue: it still handles it itself.
+		"a caller's header on the leader": {lead: &fakeLead{lead: true, epoch: 2}, forwarded: true, answered: false},
+		"a standby forwards":              {lead: &fakeLead{leader: leader.srvURL}, answered: true, status: http.StatusOK, fwd: []string{"POST " + path}},
+		"no leader known":                 {lead: &fakeLead{}, answered: true, status: http.StatusServiceUnavailable},
+		"forwarded once already":          {lead: &fakeLead{leader: leader.srvURL}, forwarded: true, answered: true, status: http.StatusServiceUnavailable},
+		"the leader cannot be reached":    {lead: &fakeLead{leader: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}, answered: true, status: http.StatusServiceUnavailable},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
