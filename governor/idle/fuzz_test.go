@@ -17,9 +17,17 @@ func FuzzParseTenant(f *testing.F) {
 	f.Add(KeyExemptPrefix+"train", "until=2027-01-01T00:00:00Z;reason=demo", KeyAction, "nuke")
 	f.Add(KeyThreshold, "NaN", KeyWindow, "0s")
 	f.Add(KeyNotice, "0s", KeyGrace, "10m")
+	f.Add(KeyNotice, "-5m", "allot.idle.notcie", "5m")
+	f.Add(KeyNotice, "2562047h", KeyNotice+" ", "1s")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
 		def := DefaultPolicy()
 		got := ParseTenant("ml", map[string]string{k1: v1, k2: v2}, def)
+		for _, kv := range [][2]string{{k1, v1}, {k2, v2}} {
+			if one := ParseTenant("ml", map[string]string{kv[0]: kv[1]}, def); len(one.Problems) > 0 {
+				must.Eq(t, def, one.Policy, must.Sprintf("refused %q=%q changed the policy", kv[0], kv[1]))
+				must.MapEmpty(t, one.Exempt)
+			}
+		}
 		p := got.Policy
 		must.Positive(t, p.Window)
 		must.GreaterEq(t, 0, p.Grace)
