@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,11 +72,44 @@ func BenchmarkDecidePreemption(b *testing.B) {
 	benchDecide(b, testConfig(), []int{1000, 10000}, []int{100, 1000})
 }
 
+// BenchmarkDecideStopping is BenchmarkDecidePreemption (10k pending, 1k
+// nodes, 100 tenants) with every tenth running allocation stopping (a
+// preemption Nomad has not finished: it holds its node, not its tenant's
+// usage) and learned run times for jobs without allot.max-runtime
+// (Config.Runtimes, a map lookup per job as the governor's learner).
+func BenchmarkDecideStopping(b *testing.B) {
+	cfg := testConfig()
+	learned := map[string]time.Duration{}
+	var mu sync.Mutex
+	cfg.Runtimes = func(j *Job) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return learned[j.Namespace+"\x00"+j.ID]
+	}
+	benchDecideWith(b, cfg, []int{10000}, []int{1000}, []int{100}, func(s *Snapshot) {
+		for i, a := range s.Allocs {
+			if i%10 == 0 {
+				a.Live, a.Stopping = false, true
+			}
+			learned[a.Namespace+"\x00"+a.JobID] = 2 * time.Hour
+		}
+	})
+}
+
 func benchDecide(b *testing.B, cfg Config, pendings, nodeCounts []int) {
+	benchDecideWith(b, cfg, pendings, nodeCounts, []int{10, 100}, nil)
+}
+
+// benchDecideWith runs Decide on benchSnapshot of every size, changed by
+// edit (when set) before the runs.
+func benchDecideWith(b *testing.B, cfg Config, pendings, nodeCounts, tenantCounts []int, edit func(*Snapshot)) {
 	for _, pending := range pendings {
 		for _, nodes := range nodeCounts {
-			for _, tenants := range []int{10, 100} {
+			for _, tenants := range tenantCounts {
 				s := benchSnapshot(pending, nodes, tenants)
+				if edit != nil {
+					edit(s)
+				}
 				b.Run(fmt.Sprintf("pending=%d/nodes=%d/tenants=%d", pending, nodes, tenants), func(b *testing.B) {
 					b.ReportAllocs()
 					var p *Plan
