@@ -403,8 +403,9 @@ func (e *Elector) observe(pair *api.KVPair) {
 		if err := json.Unmarshal(pair.Value, &leader); err != nil {
 			e.log.Warn("unreadable leader entry", "key", pair.Key, "error", err)
 			leader = Member{}
-		} else if _, err := leader.Endpoint(); err != nil {
-			e.log.Warn("leader entry's URL refused: standbys will not forward to it", "key", pair.Key, "error", err)
+		} else if err := leader.check(); err != nil {
+			e.log.Warn("leader entry refused: standbys will not forward to it", "key", pair.Key, "error", err)
+			leader = Member{}
 		}
 		epoch = pair.ModifyIndex
 	}

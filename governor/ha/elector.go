@@ -175,6 +175,10 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 			e.log.Warn("ignoring unreadable member entry", "key", p.Key, "error", err)
 			continue
 		}
+		if err := m.check(); err != nil {
+			e.log.Warn("ignoring refused member entry", "key", p.Key, "error", err)
+			continue
+		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

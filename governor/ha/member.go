@@ -32,3 +32,14 @@ func (m Member) Endpoint() (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// check refuses a member entry read from Consul whose id is not one
+// Config.Validate accepts or whose URL Endpoint refuses: both are shown to
+// operators (allotctl status) and the URL receives callers' tokens.
+func (m Member) check() error {
+	if !memberIDPattern.MatchString(m.ID) {
+		return fmt.Errorf("ha: member id %q must be 1-128 letters, digits, '.', '_', ':' or '-'", m.ID)
+	}
+	_, err := m.Endpoint()
+	return err
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/shoenig/test/must"
 )
 
@@ -69,4 +70,32 @@ func FuzzMemberEndpoint(f *testing.F) {
 		must.Eq(t, "", u.RawQuery)
 		must.Eq(t, "", u.Fragment)
 	})
+}
+
+// TestObserveRefusesHostileLeaderEntries: the lock key's value names the
+// leader; an entry with a refused URL or id (written by hand, garbled) is
+// no known leader, as an unreadable one is, while the term's epoch stays.
+func TestObserveRefusesHostileLeaderEntries(t *testing.T) {
+	cases := map[string]struct {
+		value string
+		want  Member
+	}{
+		"valid":            {value: `{"id":"gov-a","url":"http://127.0.0.1:4680"}`, want: Member{ID: "gov-a", URL: "http://127.0.0.1:4680"}},
+		"credentials":      {value: `{"id":"gov-a","url":"http://u:p@127.0.0.1:4680"}`},
+		"not http":         {value: `{"id":"gov-a","url":"gopher://127.0.0.1:70"}`},
+		"no url":           {value: `{"id":"gov-a"}`},
+		"terminal escapes": {value: `{"id":"gov-a\u001b[2J","url":"http://127.0.0.1:4680"}`},
+		"id too long":      {value: `{"id":"` + strings.Repeat("a", 129) + `","url":"http://127.0.0.1:4680"}`},
+		"not json":         {value: `gov-a http://127.0.0.1:4680`},
+		"huge":             {value: `{"id":"gov-a","url":"http://h/` + strings.Repeat("a", 1<<20) + `"}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newTestElector(t, newFakeClock())
+			e.observe(&api.KVPair{Key: "allot/governor/leader", Session: "s", Value: []byte(tc.value), ModifyIndex: 9})
+			st := e.Status()
+			must.Eq(t, tc.want, st.Leader)
+			must.Eq(t, uint64(9), st.Epoch)
+		})
+	}
 }
