@@ -37,18 +37,13 @@ $(BIN)/%: FORCE
 	@mkdir -p $(BIN)
 	$(GO) build -o $@ $(PKG_$*)
 
-# Nomad itself is rebuilt only when its pinned module changes.
-$(BIN)/nomad: tools/nomad/go.mod tools/nomad/go.sum
+# Nomad v1.6.1 and Consul v1.15.4 (the HA tests' lock service) are built
+# from their pinned modules, tools/nomad and tools/consul, and rebuilt only
+# when those change.
+$(BIN)/nomad $(BIN)/consul: $(BIN)/%: tools/%/go.mod tools/%/go.sum
 	@mkdir -p $(BIN)
-	@echo "==> building Nomad v1.6.1 into $@ (a few minutes the first time)"
-	cd tools/nomad && $(GO) build -o ../../$@ github.com/hashicorp/nomad
-	@$@ version | head -1
-
-# Consul (the HA tests' lock service) likewise, from tools/consul.
-$(BIN)/consul: tools/consul/go.mod tools/consul/go.sum
-	@mkdir -p $(BIN)
-	@echo "==> building Consul v1.15.4 into $@ (several minutes the first time)"
-	cd tools/consul && $(GO) build -o ../../$@ github.com/hashicorp/consul
+	@echo "==> building $* (pinned in tools/$*/go.mod) into $@ (several minutes the first time)"
+	cd tools/$* && $(GO) build -o ../../$@ github.com/hashicorp/$*
 	@$@ version | head -1
 
 .PHONY: FORCE
