@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/console"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/ledger"
@@ -357,4 +360,52 @@ func TestReleaseWithoutLedgerSaysNotAudited(t *testing.T) {
 	must.Eq(t, http.StatusSeeOther, status)
 	must.Eq(t, "/ui/jobs/ml/held?released=unaudited", resp.Header.Get("Location"))
 	must.Eq(t, []string{"stop ml/held"}, fn.written())
+}
+
+// TestSignInHostileToken posts tokens a user may paste, or an attacker
+// may send, to the sign-in form, resolved by the real authenticator
+// against a Nomad that knows none of them: a token with a control
+// character is refused as malformed without asking Nomad (before, the
+// header could not be sent and the page said Nomad was unavailable, 503);
+// a huge or non-ASCII one is Nomad's refusal. None starts a session.
+func TestSignInHostileToken(t *testing.T) {
+	var asked atomic.Int64
+	nomad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Error(w, "ACL token not found", http.StatusForbidden)
+	}))
+	t.Cleanup(nomad.Close)
+	u, err := url.Parse(nomad.URL)
+	must.NoError(t, err)
+	srv, _ := newGovernor(t, testPlan(), false, false, func(s *server.Server) { s.Auth = auth.New(auth.Options{Nomad: u}) })
+	cases := map[string]struct {
+		token  string
+		status int
+		text   string
+		asks   bool
+	}{
+		"newline":       {"ml\nX-Evil: 1", http.StatusBadRequest, "it contains control characters", false},
+		"carriage":      {"ml\rx", http.StatusBadRequest, "it contains control characters", false},
+		"nul":           {"ml\x00", http.StatusBadRequest, "it contains control characters", false},
+		"delete":        {"m\x7fl", http.StatusBadRequest, "it contains control characters", false},
+		"escape":        {"\x1b[31mml", http.StatusBadRequest, "it contains control characters", false},
+		"only spaces":   {" \t\n ", http.StatusBadRequest, "Enter a token.", false},
+		"huge":          {strings.Repeat("x", 1<<20), http.StatusForbidden, "ACL token not found", true},
+		"non-ascii":     {"令牌", http.StatusForbidden, "ACL token not found", true},
+		"html":          {"<script>alert(1)</script>", http.StatusForbidden, "ACL token not found", true},
+		"trailing crlf": {"unknown\r\n", http.StatusForbidden, "ACL token not found", true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBrowser(t, srv)
+			_, body, _ := b.get("/ui/signin")
+			before := asked.Load()
+			status, body, resp := b.post("/ui/signin", url.Values{"csrf": {csrf(t, body)}, "token": {tc.token}})
+			must.Eq(t, tc.status, status)
+			must.StrContains(t, body, tc.text)
+			must.StrNotContains(t, body, "<script>alert")
+			must.Nil(t, cookieNamed(resp, "allot_session"))
+			must.Eq(t, tc.asks, asked.Load() > before)
+		})
+	}
 }

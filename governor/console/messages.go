@@ -41,6 +41,7 @@ var shellMessages = map[string]msg{
 	"signin.submit":   {"Sign in", "登录"},
 	"signin.empty":    {"Enter a token.", "请输入令牌。"},
 	"signin.refused":  {"Nomad refused this token", "Nomad 拒绝了该令牌"},
+	"signin.control":  {"This is not a token: it contains control characters. Paste the secret ID only.", "这不是令牌：其中含有控制字符。请只粘贴 Secret ID。"},
 	"signin.expired":  {"Your session ended or your token is no longer valid; sign in again.", "会话已结束或令牌已失效，请重新登录。"},
 	"err.title":       {"Something went wrong", "出错了"},
 	"err.back":        {"Back to the overview", "返回概览"},

@@ -140,6 +140,12 @@ func (c *Console) signinPost(w http.ResponseWriter, q *Req) {
 		c.signinForm(w, q, http.StatusBadRequest, q.L.T("signin.empty"))
 		return
 	}
+	// A control character cannot travel in the X-Nomad-Token header:
+	// asking Nomad would fail as if Nomad were down (503, a warning).
+	if strings.IndexFunc(token, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0 {
+		c.signinForm(w, q, http.StatusBadRequest, q.L.T("signin.control"))
+		return
+	}
 	caller, err := c.resolve(r, token)
 	switch {
 	case errors.Is(err, auth.ErrPermissionDenied):
