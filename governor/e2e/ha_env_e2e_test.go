@@ -262,16 +262,20 @@ func (e *haEnv) submit(via *haGov, ids []string, started chan<- struct{}) []subm
 	return out
 }
 
-// register submits one job until it is accepted, retrying 503 and 429
-// for up to a minute.
-func register(client *api.Client, id string) submitted {
-	s := submitted{id: id}
+// register submits the trial job id until it is accepted, retrying 503
+// and 429 for up to a minute.
+func register(client *api.Client, id string) submitted { return registerJob(client, haJob(id)) }
+
+// registerJob submits job until it is accepted, retrying 503 and 429 for
+// up to a minute.
+func registerJob(client *api.Client, job *api.Job) submitted {
+	s := submitted{id: *job.ID}
 	retry := time.NewTicker(100 * time.Millisecond)
 	defer retry.Stop()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		s.attempts++
-		_, _, err := client.Jobs().Register(haJob(id), nil)
+		_, _, err := client.Jobs().Register(job, nil)
 		var ue api.UnexpectedResponseError
 		switch {
 		case err == nil:

@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -133,30 +132,6 @@ func (e *haEnv) ledgerJobs(g *haGov, prefix string, n, secs int) []string {
 		ids = append(ids, id)
 	}
 	return ids
-}
-
-// registerJob submits job until it is accepted, retrying 503 and 429 for
-// up to a minute (register, for a job of any shape).
-func registerJob(client *api.Client, job *api.Job) submitted {
-	s := submitted{id: *job.ID}
-	deadline := time.Now().Add(time.Minute)
-	retry := time.NewTicker(100 * time.Millisecond)
-	defer retry.Stop()
-	for {
-		s.attempts++
-		_, _, err := client.Jobs().Register(job, nil)
-		var ue api.UnexpectedResponseError
-		switch {
-		case err == nil:
-			return s
-		case errors.As(err, &ue) && (ue.StatusCode() == 503 || ue.StatusCode() == 429) && time.Now().Before(deadline):
-			s.refusals++
-		default:
-			s.err = err
-			return s
-		}
-		<-retry.C
-	}
 }
 
 // waitComplete waits until every job ran one allocation to completion.
