@@ -12,9 +12,10 @@ import (
 func apiCheck(rd auth.Redactor, ch *engine.Check) allotapi.Check {
 	out := allotapi.Check{Name: ch.Name, OK: ch.OK, Detail: rd.Text(ch.Text()), Permanent: ch.Permanent,
 		Tenant: rd.Text(ch.Tenant), Cohort: rd.Text(ch.Cohort), MetaErr: rd.Text(ch.MetaErr)}
+	// allotapi may not import the engine (a leaf the CLI imports), so it
+	// mirrors engine.Amount; the conversion stops compiling if they drift.
 	for _, a := range ch.Amounts {
-		out.Amounts = append(out.Amounts, allotapi.Amount{Resource: a.Resource, Need: a.Need, Used: a.Used,
-			Cap: a.Cap, Borrowable: a.Borrowable, Over: a.Over})
+		out.Amounts = append(out.Amounts, allotapi.Amount(a))
 	}
 	return out
 }
