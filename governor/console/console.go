@@ -72,9 +72,6 @@ type Options struct {
 	// MaxSessions bounds the session store (default 10,000); the least
 	// recently used session goes first.
 	MaxSessions int
-	// SecureCookies marks cookies Secure even on plain HTTP (TLS ended in
-	// front of the governor). Under TLS they are always Secure.
-	SecureCookies bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	Log hclog.Logger

@@ -239,10 +239,10 @@ func safeNext(next string) string {
 }
 
 // cookie builds a console cookie: HttpOnly, SameSite=Strict, path /ui/,
-// Secure under TLS (or when configured). maxAge < 0 deletes it.
+// Secure under TLS. maxAge < 0 deletes it.
 func (c *Console) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: Prefix, MaxAge: maxAge, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || c.opts.SecureCookies}
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
 }
 
 func (c *Console) setSession(w http.ResponseWriter, r *http.Request, s *Session) {
