@@ -131,21 +131,6 @@ func (b *Browser) Headers(selector string) ([]string, error) {
 	return h, err
 }
 
-// Click clicks the first element matching the selector; it does not wait for
-// a navigation (use ClickNavigate for a link or a submit button).
-func (b *Browser) Click(selector string) error {
-	if err := b.run(chromedp.Click(selector, chromedp.ByQuery)); err != nil {
-		return fmt.Errorf("clicking %q: %w", selector, err)
-	}
-	return nil
-}
-
-// ClickNavigate clicks the element and waits for the document it loads,
-// returning its HTTP status.
-func (b *Browser) ClickNavigate(selector string) (int, error) {
-	return b.navigation(fmt.Sprintf("clicking %q", selector), chromedp.Click(selector, chromedp.ByQuery))
-}
-
 // SetValue sets the value of a form field (input, select or textarea)
 // matching the selector, replacing what it held.
 func (b *Browser) SetValue(selector, value string) error {
