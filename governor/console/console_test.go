@@ -409,3 +409,47 @@ func TestSignInHostileToken(t *testing.T) {
 		})
 	}
 }
+
+// TestForgedCookies sends cookies a browser never got from the console: a
+// session cookie that names no session (garbage, huge, the session's own
+// CSRF token, a prefix of a real id) is sent to sign in, and a language
+// cookie that names no language leaves the page in English.
+func TestForgedCookies(t *testing.T) {
+	srv, _ := newGovernor(t, testPlan(), false, false)
+	real := newBrowser(t, srv)
+	token := real.signIn("ml")
+	u, err := url.Parse(srv.URL + "/ui/")
+	must.NoError(t, err)
+	var id string
+	for _, ck := range real.c.Jar.Cookies(u) {
+		if ck.Name == "allot_session" {
+			id = ck.Value
+		}
+	}
+	must.NotEq(t, "", id)
+	sessions := map[string]string{
+		"garbage":        "not-a-session",
+		"huge":           strings.Repeat("A", 3000),
+		"csrf token":     token,
+		"prefix of real": id[:len(id)-1],
+		"quoted":         `"` + id + `x"`,
+	}
+	for name, v := range sessions {
+		t.Run("session "+name, func(t *testing.T) {
+			status, _, resp := newBrowser(t, srv).get("/ui/queue", "Cookie", "allot_session="+v)
+			must.Eq(t, http.StatusSeeOther, status)
+			must.StrHasPrefix(t, "/ui/signin?", resp.Header.Get("Location"))
+		})
+	}
+	langs := map[string]struct{ cookie, want string }{
+		"unsupported": {"fr", "en"}, "underscore": {"zh_CN", "en"}, "huge": {strings.Repeat("z", 3000), "en"},
+		"path": {"../zh", "en"}, "suffix": {"zhx", "en"}, "chinese (control)": {"zh-TW", "zh-Hans"},
+	}
+	for name, tc := range langs {
+		t.Run("lang "+name, func(t *testing.T) {
+			status, body, _ := real.get("/ui/queue", "Cookie", "allot_session="+id+"; allot_lang="+tc.cookie)
+			must.Eq(t, http.StatusOK, status)
+			must.StrContains(t, body, `<html lang="`+tc.want+`">`)
+		})
+	}
+}
