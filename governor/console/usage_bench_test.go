@@ -69,7 +69,7 @@ func bigLedgerGovernor(tb testing.TB, now time.Time, size ledgerSize) http.Handl
 	}
 	must.NoError(tb, db.Append(ctx, entries...))
 
-	_, store := teamStore()
+	_, store := teamStore(20)
 	store.Reset(&cluster.Initial{})
 	s := &server.Server{Plans: fixedPlan{&engine.Plan{Verdicts: map[string]*engine.Verdict{}}}, Store: store, Proxy: newFakeNomad(),
 		Auth: fakeAuth{t: tb}, Log: hclog.NewNullLogger(), Now: func() time.Time { return now },
