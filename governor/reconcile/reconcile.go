@@ -180,6 +180,16 @@ func (r *Reconciler) Latest() *engine.Plan {
 	return r.merged
 }
 
+// planned returns the last cycle's plan without the proxy's decisions
+// since: verdictOf reads only its starving heads and reservations, which
+// the merge (Latest) leaves as they are, and merging on every admission
+// would copy the whole queue each time.
+func (r *Reconciler) planned() *engine.Plan {
+	r.plMu.RLock()
+	defer r.plMu.RUnlock()
+	return r.latest
+}
+
 // Verdict is the outcome of a proxy admission.
 type Verdict struct {
 	Admitted bool
@@ -275,7 +285,7 @@ func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 
 func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
-	latest := r.Latest()
+	latest := r.planned()
 	if latest != nil && v.Admitted {
 		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() && !backfills(r.Config, latest, j, r.Now()) {
 			v.Admitted = false
