@@ -176,22 +176,34 @@ func (a *API) query(r *http.Request) (Query, error) {
 	return q, q.Check(now())
 }
 
+// parseTime reads an RFC 3339 time or Unix seconds. It refuses times
+// outside years 0–9999: JSON (RFC 3339) cannot write them back.
 func parseTime(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(n, 0).UTC(), nil
-	}
 	t, err := time.Parse(time.RFC3339, s)
+	if n, nerr := strconv.ParseInt(s, 10, 64); nerr == nil {
+		t, err = time.Unix(n, 0).UTC(), nil
+	}
 	if err != nil {
 		return t, fmt.Errorf("%w: time %q is neither RFC 3339 nor Unix seconds", ErrBadQuery, s)
+	}
+	if y, yu := t.Year(), t.UTC().Year(); y < 0 || y > 9999 || yu < 0 || yu > 9999 {
+		return t, fmt.Errorf("%w: time %q is outside years 0–9999", ErrBadQuery, s)
 	}
 	return t, nil
 }
 
+// writeJSON encodes v before it writes the status, so that an encoding
+// error answers 500 with a message, never 200 with a truncated body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(map[string]string{"error": "ledger: encoding the answer: " + err.Error()})
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(body, '\n'))
 }

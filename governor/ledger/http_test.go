@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 )
@@ -37,6 +38,12 @@ func TestAPIErrorsAndRedaction(t *testing.T) {
 		"window backwards":    {kind: ReportCapacity, query: "?since=200&until=100", caller: tenant, code: 400, errText: "is not before"},
 		"verify needs mgmt":   {kind: ReportAudit, query: "?verify=true", caller: tenant, code: 400, errText: "management token"},
 		"unknown report":      {kind: "bill", caller: tenant, code: 400, errText: "unknown report"},
+		"since min int64":     {kind: ReportUsage, query: "?since=-9223372036854775808", caller: tenant, code: 400, errText: "outside years 0–9999"},
+		"until max int64":     {kind: ReportCost, query: "?until=9223372036854775807", caller: tenant, code: 400, errText: "outside years 0–9999"},
+		"until year 10000":    {kind: ReportCapacity, query: "?until=253402300800", caller: tenant, code: 400, errText: "outside years 0–9999"},
+		"since year -1":       {kind: ReportAudit, query: "?since=0000-01-01T00:00:00%2B01:00", caller: tenant, code: 400, errText: "outside years 0–9999"},
+		"since garbage":       {kind: ReportAudit, query: "?since=%00%FF", caller: tenant, code: 400, errText: "neither RFC 3339"},
+		"until last second":   {kind: ReportUsage, query: "?since=0&until=253402300799", caller: tenant, code: 200},
 		"usage ok":            {kind: ReportUsage, query: "?since=0&by=tenant,model", caller: tenant, code: 200},
 		"management verifies": {kind: ReportAudit, query: "?verify=1", caller: Caller{Management: true}, code: 200},
 	}
@@ -55,4 +62,15 @@ func TestAPIErrorsAndRedaction(t *testing.T) {
 	must.Eq(t, "(redacted)", entries[0].(map[string]any)["detail"])
 	_, out = serve(t, a, ReportAudit, "", Caller{Management: true})
 	must.StrContains(t, out["entries"].([]any)[0].(map[string]any)["detail"].(string), "secret")
+}
+
+// TestWriteJSONEncodingError: a value JSON cannot encode answers 500 with
+// a message, never 200 with an empty body.
+func TestWriteJSONEncodingError(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, UsageAnswer{Since: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	must.Eq(t, http.StatusInternalServerError, rec.Code)
+	var out map[string]string
+	must.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out))
+	must.StrContains(t, out["error"], "encoding the answer")
 }
