@@ -65,9 +65,9 @@ func exemptAction(c *cli.Context) error {
 	if err != nil {
 		return cmdutil.UsageError(c, "-until: %v", err)
 	}
-	reason := allotapi.ExemptionReason(c.String("reason"))
-	if reason == "" {
-		return cmdutil.UsageError(c, "-reason must not be empty")
+	reason, err := allotapi.ExemptionReason(c.String("reason"))
+	if err != nil {
+		return cmdutil.UsageError(c, "-reason: %v", err)
 	}
 	return writeMeta(c, allotapi.ExemptKeyPrefix+job, allotapi.IdleExemption{Until: until, Reason: reason}.MetaValue())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The rule of an idle exemption as operators grant it, shared by
@@ -15,6 +16,9 @@ const (
 	MaxExemption = 90 * 24 * time.Hour
 	// ExemptKeyPrefix + job ID is the namespace meta key of an exemption.
 	ExemptKeyPrefix = "allot.idle.exempt."
+	// MaxExemptionReason bounds an exemption's reason, in characters
+	// (runes), as the console bounds a requeue's reason.
+	MaxExemptionReason = 500
 )
 
 // ExemptionExpiry reads an exemption's expiry: a duration from now (48h)
@@ -37,10 +41,17 @@ func ExemptionExpiry(s string, now time.Time) (time.Time, error) {
 }
 
 // ExemptionReason cleans an exemption's reason: trimmed, and ';' (which
-// separates the meta value's fields) written as ','. An empty result
-// means no reason was given, which the callers refuse.
-func ExemptionReason(s string) string {
-	return strings.TrimSpace(strings.ReplaceAll(s, ";", ","))
+// separates the meta value's fields) written as ','. It refuses an empty
+// reason and one over MaxExemptionReason characters.
+func ExemptionReason(s string) (string, error) {
+	r := strings.TrimSpace(strings.ReplaceAll(s, ";", ","))
+	if r == "" {
+		return "", errors.New("the reason must not be empty")
+	}
+	if n := utf8.RuneCountInString(r); n > MaxExemptionReason {
+		return "", fmt.Errorf("the reason is %d characters, over %d", n, MaxExemptionReason)
+	}
+	return r, nil
 }
 
 // MetaValue is e as the namespace meta stores it:

@@ -1,6 +1,7 @@
 package allotapi_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,10 +53,34 @@ func TestExemptionExpiry(t *testing.T) {
 // TestExemptionMetaValue: the reason is cleaned and the value is what
 // governor/idle.ParseExemption reads.
 func TestExemptionMetaValue(t *testing.T) {
-	must.Eq(t, "a, b", allotapi.ExemptionReason("  a; b \n"))
-	must.Eq(t, "", allotapi.ExemptionReason(" \t"))
 	until := time.Date(2026, 12, 1, 8, 0, 0, 0, time.FixedZone("CST", 8*3600))
 	e := allotapi.IdleExemption{Until: until, Reason: "debugging; interactive"}
 	must.Eq(t, "until=2026-12-01T00:00:00Z;reason=debugging, interactive", e.MetaValue())
 	must.Eq(t, "allot.idle.exempt.train", allotapi.ExemptKeyPrefix+"train")
+}
+
+// TestExemptionReason: the reason is cleaned, and empty or overlong
+// reasons are refused with a clear error.
+func TestExemptionReason(t *testing.T) {
+	cases := map[string]struct {
+		in, want, errText string
+	}{
+		"cleaned":          {in: "  a; b \n", want: "a, b"},
+		"blank":            {in: " \t", errText: "must not be empty"},
+		"empty":            {in: "", errText: "must not be empty"},
+		"at the cap":       {in: strings.Repeat("é", allotapi.MaxExemptionReason), want: strings.Repeat("é", allotapi.MaxExemptionReason)},
+		"one over the cap": {in: strings.Repeat("x", allotapi.MaxExemptionReason+1), errText: "501 characters, over 500"},
+		"megabyte":         {in: strings.Repeat("a;", 1<<19), errText: "over 500"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := allotapi.ExemptionReason(tc.in)
+			if tc.errText != "" {
+				must.ErrorContains(t, err, tc.errText)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.want, got)
+		})
+	}
 }

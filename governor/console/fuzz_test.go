@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shoenig/test/must"
 
@@ -46,7 +47,8 @@ func FuzzRequestParams(f *testing.F) {
 // wraps errExemptForm; an accepted form gives the meta key of the trimmed
 // job ID and a value that governor/idle reads back (ParseExemption) as
 // the expiry allotapi.ExemptionExpiry gives (in the future, within
-// MaxExemption) and the cleaned reason, bounded by the reason's length.
+// MaxExemption) and the cleaned reason, bounded by the reason's length
+// and by MaxExemptionReason characters.
 func FuzzExemptForm(f *testing.F) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, ns, job, until, reason string) {
@@ -64,7 +66,10 @@ func FuzzExemptForm(f *testing.F) {
 		must.NoError(t, err)
 		must.Eq(t, want, e.Until)
 		must.True(t, e.Until.After(now) && e.Until.Sub(now) <= allotapi.MaxExemption)
-		must.Eq(t, allotapi.ExemptionReason(reason), e.Reason)
+		wantReason, err := allotapi.ExemptionReason(reason)
+		must.NoError(t, err)
+		must.Eq(t, wantReason, e.Reason)
+		must.LessEq(t, allotapi.MaxExemptionReason, utf8.RuneCountInString(e.Reason))
 	})
 }
 

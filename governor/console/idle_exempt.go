@@ -32,9 +32,9 @@ func (f exemptForm) meta(now time.Time) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("%w: until: %w", errExemptForm, err)
 	}
-	reason := allotapi.ExemptionReason(f.Reason)
-	if reason == "" {
-		return "", "", fmt.Errorf("%w: the reason must not be empty", errExemptForm)
+	reason, err := allotapi.ExemptionReason(f.Reason)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", errExemptForm, err)
 	}
 	return allotapi.ExemptKeyPrefix + job, allotapi.IdleExemption{Until: until, Reason: reason}.MetaValue(), nil
 }

@@ -49,6 +49,7 @@ func TestIdleExemptionValidatedWrittenAndRefused(t *testing.T) {
 		"too far":     {form("ml", "notebook", "2400h", "x"), "the expiry must be within 2160h0m0s"},
 		"not a time":  {form("ml", "notebook", "tomorrow", "x"), `&#34;tomorrow&#34; is neither a duration (48h) nor an RFC3339 time`},
 		"no job":      {form("ml", "", "48h", "x"), "give a namespace and a job ID"},
+		"long reason": {form("ml", "notebook", "48h", strings.Repeat("x", 501)), "the reason is 501 characters, over 500"},
 	}
 	for name, tc := range bad {
 		t.Run(name, func(t *testing.T) {
