@@ -6,12 +6,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
-)
 
-// EpochHeader carries the writer's leader term on every Nomad write the
-// governor makes (besides the allot.epoch meta of job registers), so a
-// log of the writes Nomad received shows which term sent each.
-const EpochHeader = "X-Allot-Epoch"
+	"github.com/allot-sh/allot/governor/hahttp"
+)
 
 // Fence is the leader's lease (governor/ha through the agent).
 type Fence interface {
@@ -54,11 +51,11 @@ func (a *Actuator) hold(epoch uint64) (func(), error) {
 }
 
 // writeOpts are the options of one write: namespace, context, and the
-// term in EpochHeader (when there is one).
+// term in hahttp.EpochHeader (when there is one).
 func writeOpts(ctx context.Context, ns string, epoch uint64) *api.WriteOptions {
 	o := &api.WriteOptions{Namespace: ns}
 	if epoch > 0 {
-		o.Headers = map[string]string{EpochHeader: strconv.FormatUint(epoch, 10)}
+		o.Headers = map[string]string{hahttp.EpochHeader: strconv.FormatUint(epoch, 10)}
 	}
 	return o.WithContext(ctx)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/hahttp"
 )
 
 // fakeFence is a lease a test sets; lookups counts Lease calls and
@@ -74,7 +75,7 @@ func TestFencedWrites(t *testing.T) {
 		"a leader's write carries its term and ends by its lease": {
 			fence: &fakeFence{epoch: 42, deadline: deadline, leading: true}, d: decision(engine.Admit, 7), writes: 1,
 			check: func(t *testing.T, h *headerJobs) {
-				must.Eq(t, map[string]string{EpochHeader: "42"}, h.headers[0])
+				must.Eq(t, map[string]string{hahttp.EpochHeader: "42"}, h.headers[0])
 				must.Eq(t, deadline, h.deadlines[0])
 				must.Eq(t, uint64(42), record(t, h.fakeJobs).Epoch)
 				must.Eq(t, "42", h.written.Meta["allot.epoch"])
@@ -105,7 +106,7 @@ func TestFencedWrites(t *testing.T) {
 			fence: &fakeFence{epoch: 5, deadline: deadline, leading: true}, d: decision(engine.Stop, 3),
 			check: func(t *testing.T, h *headerJobs) {
 				must.Eq(t, []string{"train.v1_A"}, h.deregs)
-				must.Eq(t, map[string]string{EpochHeader: "5"}, h.headers[0])
+				must.Eq(t, map[string]string{hahttp.EpochHeader: "5"}, h.headers[0])
 			},
 		},
 	}

@@ -14,11 +14,6 @@ import (
 	"github.com/allot-sh/allot/governor/hahttp"
 )
 
-// EpochHeader carries the leader's term on every admission write the
-// proxy sends to Nomad on a leader (docs/ha.md). A forwarded request is
-// marked with hahttp.ForwardedHeader.
-const EpochHeader = "X-Allot-Epoch"
-
 // retryAfterNoLeader is the Retry-After of a 503 while there is no leader.
 const retryAfterNoLeader = "1"
 
@@ -118,7 +113,7 @@ func (p *Proxy) fence(ctx context.Context, h http.Header) (context.Context, func
 		return ctx, func() {}, refuse(http.StatusServiceUnavailable,
 			"this governor lost the lead before the write was sent; nothing was sent to Nomad, retry in a moment")
 	}
-	h.Set(EpochHeader, strconv.FormatUint(l.epoch, 10))
+	h.Set(hahttp.EpochHeader, strconv.FormatUint(l.epoch, 10))
 	ctx, cancel := context.WithDeadline(ctx, l.deadline)
 	return ctx, func() { cancel(); release() }, nil
 }

@@ -133,7 +133,7 @@ func TestHALeaderWritesCarryItsTerm(t *testing.T) {
 	req, err := http.NewRequest("PUT", f.srv.URL+"/v1/jobs", strings.NewReader(registerBody("ml", "train", 1)))
 	must.NoError(t, err)
 	req.Header.Set("X-Nomad-Token", "caller-secret")
-	req.Header.Set(EpochHeader, "999") // a caller cannot pose as a term
+	req.Header.Set(hahttp.EpochHeader, "999") // a caller cannot pose as a term
 	resp, err := http.DefaultClient.Do(req)
 	must.NoError(t, err)
 	resp.Body.Close()
@@ -148,7 +148,7 @@ func TestHAPassthroughOnStandby(t *testing.T) {
 	f.proxy.lead = &fakeLead{}
 	req, err := http.NewRequest("GET", f.srv.URL+"/v1/jobs", nil)
 	must.NoError(t, err)
-	req.Header.Set(EpochHeader, "5")
+	req.Header.Set(hahttp.EpochHeader, "5")
 	resp, err := http.DefaultClient.Do(req)
 	must.NoError(t, err)
 	resp.Body.Close()

@@ -190,7 +190,7 @@ func tenantsOf(b *quota.Book) func(string) (quota.Tenant, bool) {
 
 // ServeHTTP routes one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Header.Del(EpochHeader) // only a leader's own writes carry a term
+	r.Header.Del(hahttp.EpochHeader) // only a leader's own writes carry a term
 	kind, id := Classify(r.Method, r.URL.Path)
 	if kind == Passthrough {
 		// A namespace write goes to Nomad from the leader only (HA): its

@@ -21,6 +21,7 @@ import (
 	"github.com/allot-sh/allot/governor/auth"
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/hahttp"
 	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/quota"
 	"github.com/allot-sh/allot/governor/reconcile"
@@ -49,7 +50,7 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.bodies[r.Method+" "+r.URL.Path] = body
 	f.tokens = append(f.tokens, r.Header.Get("X-Nomad-Token"))
-	f.epochs = append(f.epochs, r.Header.Get(EpochHeader))
+	f.epochs = append(f.epochs, r.Header.Get(hahttp.EpochHeader))
 	status := f.status
 	if f.failWrites != 0 && r.Method != "GET" {
 		status = f.failWrites
