@@ -5,7 +5,6 @@ package report
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
 	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/ledger"
 )
 
 // Flag names of the report commands.
@@ -128,10 +128,7 @@ func Output(c *cli.Context, v any, header []string, rows [][]string) error {
 	case c.Bool(cmdutil.FlagJSON):
 		return cmdutil.JSON(c.App.Writer, v)
 	case c.Bool(FlagCSV):
-		w := csv.NewWriter(c.App.Writer)
-		_ = w.Write(header)
-		_ = w.WriteAll(rows)
-		return w.Error()
+		return ledger.WriteCSV(c.App.Writer, header, rows)
 	default:
 		return cmdutil.Table(c.App.Writer, header, rows)
 	}

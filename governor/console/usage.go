@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/csv"
 	"net/http"
 	"net/url"
 	"sort"
@@ -197,9 +196,7 @@ func (c *Console) usageCSV(w http.ResponseWriter, q *Req) {
 	header, rows := ledger.UsageTable(ua)
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="allot-usage.csv"`)
-	cw := csv.NewWriter(w)
-	_ = cw.Write(header)
-	_ = cw.WriteAll(rows)
+	_ = ledger.WriteCSV(w, header, rows)
 }
 
 // usageColumns are the catalogue keys of ledger.UsageTable's number columns.
