@@ -3,14 +3,47 @@ package server
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/auth"
 )
 
-// membersTimeout bounds listing the members in Consul for one request.
+// membersTimeout bounds one listing of the members in Consul.
 const membersTimeout = 3 * time.Second
+
+// membersTTL is how long GET /allot/v1/status answers one listing of the
+// members: any tenant may call it, so requests share a listing rather than
+// each asking Consul.
+const membersTTL = 2 * time.Second
+
+// membersCache holds the last listing of the members (or its error) for
+// membersTTL. Its lock is held while listing, so concurrent requests
+// share one Consul call: those that wait find the fresh listing.
+type membersCache struct {
+	mu  sync.Mutex
+	at  time.Time // when ms and err were listed; zero: never
+	ms  []allotapi.Member
+	err error
+}
+
+// get returns the cached listing, or lists the members in ha when there is
+// none younger than membersTTL on clock now. The listing runs on its own
+// deadline, not a request's: a caller that gives up does not fail the
+// others waiting for it.
+func (c *membersCache) get(ha HA, now func() time.Time) ([]allotapi.Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if age := now().Sub(c.at); !c.at.IsZero() && age >= 0 && age < membersTTL {
+		return c.ms, c.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), membersTimeout)
+	defer cancel()
+	c.ms, c.err = ha.Members(ctx)
+	c.at = now()
+	return c.ms, c.err
+}
 
 // HA is the governor's view of the election (governor/agent over
 // governor/ha); nil for a single governor.
@@ -65,14 +98,13 @@ func (s *Server) readiness() (bool, string) {
 }
 
 // status answers GET /allot/v1/status (any caller that may read a
-// namespace: member URLs are internal addresses).
+// namespace: member URLs are internal addresses). The members come from a
+// listing at most membersTTL old.
 func (s *Server) status(w http.ResponseWriter, r *http.Request, _ *auth.Caller) {
 	var st allotapi.Status
 	if s.HA != nil {
 		st = s.HA.State()
-		ctx, cancel := context.WithTimeout(r.Context(), membersTimeout)
-		defer cancel()
-		ms, err := s.HA.Members(ctx)
+		ms, err := s.members.get(s.HA, s.now)
 		if err != nil {
 			st.MembersError = err.Error()
 		}

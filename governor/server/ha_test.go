@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/shoenig/test/must"
+	"github.com/shoenig/test/wait"
 
 	"github.com/allot-sh/allot/governor/allotapi"
 )
@@ -108,4 +110,83 @@ func TestStatus(t *testing.T) {
 		resp.Body.Close()
 		must.Eq(t, http.StatusForbidden, resp.StatusCode)
 	})
+}
+
+// countingHA lists members a test sets and counts the listings.
+type countingHA struct {
+	mu      sync.Mutex
+	members []allotapi.Member
+	calls   int
+	release chan struct{} // when set, each listing waits for it
+}
+
+func (f *countingHA) State() allotapi.Status { return allotapi.Status{HA: true, Member: "gov-a"} }
+
+func (f *countingHA) Members(context.Context) ([]allotapi.Member, error) {
+	f.mu.Lock()
+	f.calls++
+	ms, release := f.members, f.release
+	f.mu.Unlock()
+	if release != nil {
+		<-release
+	}
+	return ms, nil
+}
+
+func (f *countingHA) set(ms ...allotapi.Member) {
+	f.mu.Lock()
+	f.members = ms
+	f.mu.Unlock()
+}
+
+func (f *countingHA) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// TestStatusMembersCache: concurrent status requests share one listing of
+// the members, and a change in the members shows once the listing is
+// membersTTL old.
+func TestStatusMembersCache(t *testing.T) {
+	a := allotapi.Member{ID: "gov-a", URL: "http://127.0.0.1:4680"}
+	b := allotapi.Member{ID: "gov-b", URL: "http://127.0.0.1:4681"}
+	ha := &countingHA{members: []allotapi.Member{a}, release: make(chan struct{})}
+	var clockMu sync.Mutex
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	advance := func(d time.Duration) { clockMu.Lock(); now = now.Add(d); clockMu.Unlock() }
+	_, srv := testServer(t, samplePlan(), true, func(s *Server) {
+		s.HA = ha
+		s.Now = func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	})
+	c := &allotapi.Client{Address: srv.URL, Token: "ml"}
+	members := func() []allotapi.Member {
+		st, err := c.Status(context.Background())
+		must.NoError(t, err)
+		return st.Members
+	}
+
+	const requests = 100
+	var wg sync.WaitGroup
+	got := make([][]allotapi.Member, requests)
+	for i := range got {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); got[i] = members() }(i)
+	}
+	must.Wait(t, wait.InitialSuccess(wait.BoolFunc(func() bool { return ha.count() > 0 }),
+		wait.Timeout(10*time.Second), wait.Gap(time.Millisecond)))
+	close(ha.release) // the first listing returns while the others wait for it
+	wg.Wait()
+	must.Eq(t, 1, ha.count(), must.Sprint("100 concurrent requests share one listing"))
+	for _, ms := range got {
+		must.Eq(t, []allotapi.Member{a}, ms)
+	}
+
+	ha.set(a, b)
+	advance(membersTTL - time.Millisecond)
+	must.Eq(t, []allotapi.Member{a}, members(), must.Sprint("within the TTL: the cached listing"))
+	must.Eq(t, 1, ha.count())
+	advance(time.Millisecond)
+	must.Eq(t, []allotapi.Member{a, b}, members(), must.Sprint("at the TTL: listed again"))
+	must.Eq(t, 2, ha.count())
 }

@@ -69,6 +69,8 @@ type Server struct {
 	// Actuator applies the requeues people ask for (POST
 	// /allot/v1/jobs/<ns>/<id>/requeue, requeue.go); nil: refused.
 	Actuator Applier
+
+	members membersCache // HA's members for GET /allot/v1/status (ha.go)
 }
 
 // Handler returns the whole HTTP surface.
