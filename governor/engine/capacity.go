@@ -238,7 +238,7 @@ func (c *capacity) place(fn *freeNode, g *Group) (take, bool) {
 func (c *capacity) deviceFor(fn *freeNode, req DeviceRequest, tk *take) int {
 	for i := range fn.node.Devices {
 		d := &fn.node.Devices[i]
-		if fn.dev[i]-tk.taken(i) >= req.Count && deviceNameMatches(req.Name, d) && c.m.deviceOK(d, req.Constraints) {
+		if fn.dev[i]-tk.taken(i) >= req.Count && DeviceMatches(req.Name, d) && c.m.deviceOK(d, req.Constraints) {
 			return i
 		}
 	}

@@ -207,9 +207,11 @@ func setContains(l, r string, any bool) bool {
 	return !any
 }
 
-// deviceNameMatches reports whether a jobspec device name ("gpu",
-// "nvidia/gpu", "nvidia/gpu/H200") selects device group d.
-func deviceNameMatches(name string, d *DeviceGroup) bool {
+// DeviceMatches reports whether a jobspec device name selects device
+// group d: "gpu" by type, "nvidia/gpu" by vendor and type,
+// "nvidia/gpu/H200" by vendor, type and model; any other name selects
+// nothing. It is the one rule the engine and the pools API share.
+func DeviceMatches(name string, d *DeviceGroup) bool {
 	parts := strings.Split(name, "/")
 	switch len(parts) {
 	case 1:

@@ -126,3 +126,32 @@ func TestConstraintsAllMustHold(t *testing.T) {
 	d := &DeviceGroup{Vendor: "nvidia", Type: "gpu", Model: "A100", Attributes: map[string]string{"memory": "40 GiB"}}
 	must.False(t, m.deviceOK(d, []Constraint{{"${device.model}", "=", "A100"}, {"${device.attr.memory}", ">=", "80 GiB"}}))
 }
+
+// TestDeviceMatches: a jobspec device name selects a group by type, by
+// vendor and type, or by vendor, type and model; any other shape (empty
+// parts, a fourth part, another vendor or model) selects nothing.
+func TestDeviceMatches(t *testing.T) {
+	d := &DeviceGroup{Vendor: "nvidia", Type: "gpu", Model: "H200"}
+	cases := map[string]bool{
+		"gpu":                true,
+		"nvidia/gpu":         true,
+		"nvidia/gpu/H200":    true,
+		"npu":                false,
+		"amd/gpu":            false,
+		"nvidia/gpu/A100":    false,
+		"nvidia/gpu/H200/x":  false,
+		"":                   false,
+		"/gpu":               false,
+		"nvidia/":            false,
+		"nvidia//H200":       false,
+		"gpu/nvidia":         false,
+		"NVIDIA/GPU":         false,
+		"nvidia/gpu/H200/":   false,
+		"../../nvidia/gpu/x": false,
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.Eq(t, want, DeviceMatches(name, d))
+		})
+	}
+}

@@ -43,7 +43,7 @@ func (c *capacity) wholeFits(n *Node, g *Group) bool {
 		found := false
 		for i := range n.Devices {
 			d := &n.Devices[i]
-			if d.Healthy >= req.Count && deviceNameMatches(req.Name, d) && c.m.deviceOK(d, req.Constraints) {
+			if d.Healthy >= req.Count && DeviceMatches(req.Name, d) && c.m.deviceOK(d, req.Constraints) {
 				found = true
 				break
 			}
@@ -94,7 +94,7 @@ func wholeRoom(n *Node, g *Group) int {
 	for _, req := range g.Devices {
 		best := 0
 		for i := range n.Devices {
-			if d := &n.Devices[i]; req.Count > 0 && deviceNameMatches(req.Name, d) {
+			if d := &n.Devices[i]; req.Count > 0 && DeviceMatches(req.Name, d) {
 				best = maxInt(best, d.Healthy/req.Count)
 			}
 		}

@@ -119,8 +119,8 @@ func addReserved(m map[poolKey]*allotapi.Pool, nodes []*engine.Node, res []engin
 }
 
 // modelOf resolves a device request's name ("gpu", "nvidia/gpu",
-// "nvidia/gpu/H200") to the one model of the given nodes it matches; ""
-// when none or several do.
+// "nvidia/gpu/H200") to the one model of the given nodes it matches
+// (engine.DeviceMatches, the engine's rule); "" when none or several do.
 func modelOf(name string, nodeIDs []string, byID map[string]*engine.Node) string {
 	if strings.Count(name, "/") == 2 {
 		return name
@@ -133,7 +133,7 @@ func modelOf(name string, nodeIDs []string, byID map[string]*engine.Node) string
 		}
 		for i := range n.Devices {
 			g := &n.Devices[i]
-			if name != g.Type && name != g.Vendor+"/"+g.Type {
+			if !engine.DeviceMatches(name, g) {
 				continue
 			}
 			if found != "" && found != g.ID() {
