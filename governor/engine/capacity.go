@@ -310,12 +310,8 @@ func appendConstraints(b []byte, cs []Constraint) []byte {
 }
 
 func fitDetail(j *Job, g *Group, placed, want int, nodes []*freeNode) string {
-	pool := j.NodePool
-	if pool == "" {
-		pool = "default"
-	}
 	return fmt.Sprintf("group %q: only %d of %d allocations (each %s) fit on the free capacity of node pool %s (%d nodes)",
-		g.Name, placed, want, groupShape(g), pool, len(nodes))
+		g.Name, placed, want, groupShape(g), j.Pool(), len(nodes))
 }
 
 func groupShape(g *Group) string {

@@ -64,7 +64,7 @@ func gpuFootprint(s *Snapshot, j *Job) int64 {
 		if j.System {
 			count = 0
 			for _, node := range s.Nodes {
-				if node.Ready && node.Pool == poolOf(j) && node.Devices[0].Healthy >= 1 {
+				if node.Ready && node.Pool == j.Pool() && node.Devices[0].Healthy >= 1 {
 					count++
 				}
 			}

@@ -192,7 +192,7 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 		return trim(checks)
 	}
 	var fit fitResult
-	if r := cy.reserved[poolOf(j)]; r != nil && r.head != j {
+	if r := cy.reserved[j.Pool()]; r != nil && r.head != j {
 		order, bf := cy.checkBackfill(j, missing, shape, r)
 		checks = append(checks, order)
 		if !order.OK {
@@ -257,7 +257,7 @@ func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
 	c, known := cy.never[shape]
 	if !known {
 		if detail, never := cy.cap.neverFits(j, missing); never {
-			c = &Check{Name: "fit", Permanent: true, Detail: "never fits node pool " + poolOf(j) + ": " + detail}
+			c = &Check{Name: "fit", Permanent: true, Detail: "never fits node pool " + j.Pool() + ": " + detail}
 		}
 		cy.never[shape] = c
 	}
@@ -268,7 +268,7 @@ func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
 // longer than the starvation timeout, with its reservation (reserve.go):
 // later jobs of the pool may then only start beside the reservation.
 func (cy *cycle) markStarving(j *Job, missing []int) {
-	pool := poolOf(j)
+	pool := j.Pool()
 	if cy.starving[pool] == nil && cy.s.Now.Sub(j.QueuedAt) > cy.cfg.StarvationTimeout {
 		cy.starving[pool] = j
 		r := cy.reserveFor(j, missing)
@@ -279,13 +279,6 @@ func (cy *cycle) markStarving(j *Job, missing []int) {
 		cy.plan.Reservations = append(cy.plan.Reservations, Reservation{Job: j.Key(), Pool: pool, Start: r.Start, Nodes: r.Nodes})
 		cy.starveVer++
 	}
-}
-
-func poolOf(j *Job) string {
-	if j.NodePool == "" {
-		return "default"
-	}
-	return j.NodePool
 }
 
 // trim cuts checks after the first failure.

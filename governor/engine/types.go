@@ -105,6 +105,20 @@ type Job struct {
 // Key returns "namespace/id".
 func (j *Job) Key() string { return j.Namespace + "/" + j.ID }
 
+// Pool returns the node pool j runs in: its NodePool, or "default" when
+// it names none (PoolName).
+func (j *Job) Pool() string { return PoolName(j.NodePool) }
+
+// PoolName returns the node pool a job's NodePool or a node's Pool names:
+// pool itself, or "default" when it is empty, as Nomad reads it. It is
+// the one place of that rule.
+func PoolName(pool string) string {
+	if pool == "" {
+		return "default"
+	}
+	return pool
+}
+
 // Running tells whether j runs under Nomad now (admitted or direct, not
 // finished); false for nil. An update of a running job that is not
 // admitted must be refused, never registered held: a hold stops the

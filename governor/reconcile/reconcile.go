@@ -287,7 +287,7 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
 	latest := r.planned()
 	if latest != nil && v.Admitted {
-		if head, ok := latest.Starving[poolOf(j)]; ok && head != j.Key() && !backfills(r.Config, latest, j, r.Now()) {
+		if head, ok := latest.Starving[j.Pool()]; ok && head != j.Key() && !backfills(r.Config, latest, j, r.Now()) {
 			v.Admitted = false
 			v.Reason = "order: waiting behind " + head + ", which has waited longer than the starvation timeout, does not fit yet and holds a reservation this job would outlive"
 		}
@@ -306,16 +306,9 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 // the reserved nodes only a cycle knows).
 func backfills(cfg engine.Config, p *engine.Plan, j *engine.Job, now time.Time) bool {
 	for i := range p.Reservations {
-		if r := &p.Reservations[i]; r.Pool == poolOf(j) {
+		if r := &p.Reservations[i]; r.Pool == j.Pool() {
 			return r.EndsWithin(cfg.RuntimeOf(j), now)
 		}
 	}
 	return false
-}
-
-func poolOf(j *engine.Job) string {
-	if j.NodePool == "" {
-		return "default"
-	}
-	return j.NodePool
 }

@@ -79,11 +79,8 @@ func (s *Server) appendAudit(ctx context.Context, e ledger.Entry) error {
 // job names none, "" when unknown).
 func (s *Server) jobPool(ns, id string) string {
 	j, ok := s.Store.Job(ns, id)
-	switch {
-	case !ok:
+	if !ok {
 		return ""
-	case j.NodePool == "":
-		return "default"
 	}
-	return j.NodePool
+	return j.Pool()
 }

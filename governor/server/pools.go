@@ -67,7 +67,7 @@ func PoolsOf(nodes []*engine.Node, allocs []*engine.Alloc, res []engine.Reservat
 
 // addGroup adds one device group of node n, of which inUse are allocated.
 func addGroup(m map[poolKey]*allotapi.Pool, n *engine.Node, g *engine.DeviceGroup, inUse int) {
-	k := poolKey{pool: poolName(n.Pool), model: g.ID()}
+	k := poolKey{pool: engine.PoolName(n.Pool), model: g.ID()}
 	p := m[k]
 	if p == nil {
 		p = &allotapi.Pool{Pool: k.pool, Model: k.model}
@@ -110,7 +110,7 @@ func addReserved(m map[poolKey]*allotapi.Pool, nodes []*engine.Node, res []engin
 		for _, g := range j.Groups {
 			for _, d := range g.Devices {
 				model := modelOf(d.Name, r.Nodes, byID)
-				if p := m[poolKey{pool: poolName(r.Pool), model: model}]; p != nil && model != "" {
+				if p := m[poolKey{pool: engine.PoolName(r.Pool), model: model}]; p != nil && model != "" {
 					p.Reserved += int64(g.Count) * int64(d.Count)
 				}
 			}
@@ -143,13 +143,6 @@ func modelOf(name string, nodeIDs []string, byID map[string]*engine.Node) string
 		}
 	}
 	return found
-}
-
-func poolName(p string) string {
-	if p == "" {
-		return "default"
-	}
-	return p
 }
 
 func clamp(v, lo, hi int64) int64 {
