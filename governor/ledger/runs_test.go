@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 )
@@ -41,5 +43,76 @@ func TestCompletedRuns(t *testing.T) {
 		must.NoError(t, err)
 		must.SliceLen(t, 1, runs)
 		must.Eq(t, "small", runs[0].JobID)
+	})
+}
+
+// fullScanRuns is CompletedRuns as it was before migration 3: every
+// segment grouped by job version, then filtered by end. The indexed query
+// must answer the same.
+func fullScanRuns(t *testing.T, db *DB, since time.Time, limit int) []CompletedRun {
+	t.Helper()
+	rows, err := db.sql.Query(db.q(`SELECT namespace, job_id, job_version,
+		CAST(SUM(devices) AS BIGINT), MIN(start_ms), MAX(end_ms)
+		FROM segments
+		GROUP BY namespace, job_id, job_version
+		HAVING MAX(end_ms) >= ? AND MIN(start_ms) > 0
+			AND SUM(CASE WHEN outcome = ? AND open = 0 THEN 0 ELSE 1 END) = 0
+		ORDER BY MAX(end_ms), namespace, job_id, job_version
+		LIMIT ?`), since.UnixMilli(), OutcomeComplete, limit)
+	must.NoError(t, err)
+	var out []CompletedRun
+	must.NoError(t, scanAll(rows, func(sc func(...any) error) error {
+		var r CompletedRun
+		var start, end int64
+		if err := sc(&r.Namespace, &r.JobID, &r.Version, &r.Devices, &start, &end); err != nil {
+			return err
+		}
+		r.Start, r.End = time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()
+		out = append(out, r)
+		return nil
+	}))
+	return out
+}
+
+// TestCompletedRunsMatchesFullScan: on runs spanning several segments
+// (gangs, restarts, several models, a version with one old segment and one
+// new, ties in end), the indexed query returns what the full scan returned
+// for every since (before, inside and after the runs) and limit.
+func TestCompletedRunsMatchesFullScan(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *DB) {
+		ctx := context.Background()
+		var segs []Segment
+		outcomes := []string{OutcomeComplete, OutcomeComplete, OutcomeComplete, OutcomeFailed, OutcomePreempted}
+		for j := 0; j < 12; j++ {
+			for v := uint64(0); v < 3; v++ {
+				n := 1 + (j+int(v))%4
+				for k := 0; k < n; k++ {
+					start := 10*j + 100*int(v) + 7*k
+					outcome := OutcomeComplete
+					if k == n-1 {
+						outcome = outcomes[(j+int(v))%len(outcomes)]
+					}
+					model := "nvidia/gpu/H200"
+					if k%2 == 1 {
+						model = "nvidia/gpu/A100"
+					}
+					segs = append(segs, Segment{AllocID: fmt.Sprintf("a%d-%d-%d", j, v, k), Model: model,
+						Namespace: fmt.Sprintf("ns%d", j%3), JobID: fmt.Sprintf("job%d", j), JobVersion: v, TaskGroup: "g",
+						Devices: int64(k + 1), Start: at(start), End: at(start + 50 + 400*(k%2)), Outcome: outcome})
+				}
+			}
+		}
+		must.NoError(t, db.Ingest(ctx, segs, 10))
+		total := 0
+		for _, since := range []int{0, 1, 60, 150, 300, 455, 500, 700, 1000} {
+			for _, limit := range []int{1, 3, 1000} {
+				want := fullScanRuns(t, db, at(since), limit)
+				got, err := db.CompletedRuns(ctx, at(since), limit)
+				must.NoError(t, err)
+				must.Eq(t, want, got, must.Sprintf("since %d, limit %d", since, limit))
+				total += len(got)
+			}
+		}
+		must.Positive(t, total, must.Sprint("the fixture has completed runs"))
 	})
 }

@@ -76,6 +76,11 @@ var migrations = []string{
 	// start_ms from below (see DB.longest).
 	`INSERT INTO ledger_state (key, value)
 	SELECT 'max_segment_ms', CAST(COALESCE(MAX(end_ms - start_ms), 0) AS TEXT) FROM segments;`,
+	// 3: DB.CompletedRuns finds the job versions with a segment ending
+	// since the learner's last poll by end_ms, then reads only their
+	// segments by job version, instead of grouping the whole table.
+	`CREATE INDEX segments_end ON segments (end_ms);
+	CREATE INDEX segments_job_version ON segments (namespace, job_id, job_version);`,
 }
 
 // SchemaVersion is the version Open migrates to.
