@@ -86,6 +86,10 @@ func TestReportParamsHostile(t *testing.T) {
 			[]string{"is not before until"}, nil},
 		"csv, year 99999": {"/ui/usage.csv?since=99999-01-01T00:00:00Z", http.StatusBadRequest,
 			[]string{"neither RFC 3339 nor Unix seconds"}, nil},
+		"csv, since min int64": {"/ui/usage.csv?since=-9223372036854775808", http.StatusBadRequest,
+			[]string{`time "-9223372036854775808" is outside years 0–9999`}, nil},
+		"csv, until max int64": {"/ui/usage.csv?until=9223372036854775807", http.StatusBadRequest,
+			[]string{`time "9223372036854775807" is outside years 0–9999`}, nil},
 		"csv, markup grouping": {"/ui/usage.csv?by=%3Cx%3E", http.StatusBadRequest,
 			[]string{`cannot group by "<x>"`}, nil},
 	}
