@@ -43,4 +43,17 @@ func TestE2E_HAWriteLogChecker(t *testing.T) {
 	held := w(2, 9, "queued")
 	held.Stop = true
 	must.Eq(t, map[string]int{"ha/j": 2}, admissions([]nomadWrite{w(1, 5, "admitted"), held, w(3, 9, "admitted"), refused}))
+
+	// A write its governor gave up on (lease deadline) counts only as the
+	// one Nomad stored: same job, admitting, the stored term.
+	gaveUp := w(5, 7, "admitted")
+	gaveUp.Status, gaveUp.Unanswered = 502, true
+	must.MapEmpty(t, admissions([]nomadWrite{gaveUp}), must.Sprint("not an answered admission"))
+	must.True(t, unansweredAdmission([]nomadWrite{held, gaveUp}, "ha/j", 7))
+	must.False(t, unansweredAdmission([]nomadWrite{gaveUp}, "ha/j", 8), must.Sprint("Nomad holds another term's write"))
+	must.False(t, unansweredAdmission([]nomadWrite{gaveUp}, "ha/k", 7), must.Sprint("another job"))
+	must.False(t, unansweredAdmission([]nomadWrite{refused}, "ha/j", 9), must.Sprint("answered, refused: not stored"))
+	heldGaveUp := w(6, 7, "queued")
+	heldGaveUp.Unanswered = true
+	must.False(t, unansweredAdmission([]nomadWrite{heldGaveUp}, "ha/j", 7), must.Sprint("a hold admits nothing"))
 }

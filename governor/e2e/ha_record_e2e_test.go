@@ -33,6 +33,10 @@ type nomadWrite struct {
 	State            string // allot.state a job register writes
 	Stop             bool
 	Status           int // Nomad's answer
+	// Unanswered: the governor gave up on the write (its context ended,
+	// e.g. its lease's deadline) before Nomad's answer reached it. Nomad
+	// may have stored it all the same; Status is then the proxy's 502.
+	Unanswered bool
 }
 
 // writeLog collects the writes of every governor.
@@ -78,6 +82,7 @@ func recordingProxy(t testing.TB, log *writeLog, gov, nomad string) string {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		rp.ServeHTTP(sw, r)
 		rec.Status = sw.status
+		rec.Unanswered = r.Context().Err() != nil
 		log.add(rec)
 	}))
 	t.Cleanup(srv.Close)
@@ -173,6 +178,19 @@ func admissions(ws []nomadWrite) map[string]int {
 		}
 	}
 	return out
+}
+
+// unansweredAdmission reports whether Nomad's stored version of job
+// (admitted, sealed with term storedEpoch) came from an admitting write the
+// log holds as unanswered: a write its governor gave up on while Nomad
+// stored it. Only a job without an answered admitting write needs this.
+func unansweredAdmission(ws []nomadWrite, job string, storedEpoch uint64) bool {
+	for _, w := range ws {
+		if w.Job == job && w.Unanswered && w.State == "admitted" && !w.Stop && w.MetaEpoch == storedEpoch {
+			return true
+		}
+	}
+	return false
 }
 
 // firstWriteOf returns when the first job write of term epoch arrived.
