@@ -2,13 +2,14 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/allot-sh/allot/governor/allotapi"
 )
 
 // Report kinds served by API.Serve.
@@ -70,7 +71,7 @@ type AuditAnswer struct {
 func (a *API) Serve(kind string, w http.ResponseWriter, r *http.Request, c Caller) {
 	q, err := a.query(r)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		allotapi.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
 	q.Namespaces = c.Namespaces
@@ -97,11 +98,11 @@ func (a *API) Serve(kind string, w http.ResponseWriter, r *http.Request, c Calle
 	}
 	switch {
 	case errors.Is(err, ErrBadQuery):
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		allotapi.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "ledger: " + err.Error()})
+		allotapi.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "ledger: " + err.Error()})
 	default:
-		writeJSON(w, http.StatusOK, out)
+		allotapi.WriteJSON(w, http.StatusOK, out)
 	}
 }
 
@@ -193,17 +194,4 @@ func parseTime(s string) (time.Time, error) {
 		return t, fmt.Errorf("%w: time %q is outside years 0–9999", ErrBadQuery, s)
 	}
 	return t, nil
-}
-
-// writeJSON encodes v before it writes the status, so that an encoding
-// error answers 500 with a message, never 200 with a truncated body.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body, _ = json.Marshal(map[string]string{"error": "ledger: encoding the answer: " + err.Error()})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }

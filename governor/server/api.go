@@ -88,7 +88,7 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 			out.Tenants = append(out.Tenants, tenantOf(t, lending))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	allotapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func tenantOf(t engine.TenantStatus, l engine.Lending) allotapi.Tenant {
@@ -108,7 +108,7 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.queueFor(p, c, true))
+	allotapi.WriteJSON(w, http.StatusOK, s.queueFor(p, c, true))
 }
 
 // queueFor is plan p's queue as caller c may see it: the API's answer,

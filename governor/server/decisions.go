@@ -23,7 +23,7 @@ func (s *Server) classes(w http.ResponseWriter, r *http.Request, _ *auth.Caller)
 		}
 		return a.Name < b.Name
 	})
-	writeJSON(w, http.StatusOK, out)
+	allotapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // decisions serves GET /allot/v1/decisions: recent preemptions, requeues
@@ -41,7 +41,7 @@ func (s *Server) decisions(w http.ResponseWriter, r *http.Request, c *auth.Calle
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	allotapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func decisionOf(rec reconcile.Record, canRead func(string) bool, rd auth.Redactor) (allotapi.Decision, bool) {

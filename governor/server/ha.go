@@ -58,7 +58,7 @@ type HA interface {
 // health answers /healthz: the process is alive and serving. Readiness
 // is /readyz.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	allotapi.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // ready answers /readyz: 200 when this governor can do its part, 503 with
@@ -72,7 +72,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, map[string]string{"status": reason})
+	allotapi.WriteJSON(w, status, map[string]string{"status": reason})
 }
 
 // readiness is /readyz's verdict and reason.
@@ -114,5 +114,5 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request, _ *auth.Caller) 
 		st.Members = []allotapi.Member{}
 	}
 	st.Ready, st.Reason = s.readiness()
-	writeJSON(w, http.StatusOK, st)
+	allotapi.WriteJSON(w, http.StatusOK, st)
 }

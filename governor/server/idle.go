@@ -23,5 +23,5 @@ func (s *Server) idle(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		writeErr(w, http.StatusNotFound, "idle detection is not configured (governor config: idle { ... })")
 		return
 	}
-	writeJSON(w, http.StatusOK, s.Idle.Answer(c.CanRead, c.Management()))
+	allotapi.WriteJSON(w, http.StatusOK, s.Idle.Answer(c.CanRead, c.Management()))
 }

@@ -22,7 +22,7 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	}
 	now := s.now()
 	snap := s.Store.Snapshot(now)
-	writeJSON(w, http.StatusOK, allotapi.Pools{At: now, Pools: PoolsOf(snap.Nodes, snap.Allocs, p.Reservations, s.Store.Job)})
+	allotapi.WriteJSON(w, http.StatusOK, allotapi.Pools{At: now, Pools: PoolsOf(snap.Nodes, snap.Allocs, p.Reservations, s.Store.Job)})
 }
 
 type poolKey struct{ pool, model string }

@@ -105,7 +105,7 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, status, msg)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.recordRequeue(r.Context(), d, c, in.Reason))
+	allotapi.WriteJSON(w, http.StatusOK, s.recordRequeue(r.Context(), d, c, in.Reason))
 }
 
 // requeuePath splits /allot/v1/jobs/<ns>/<id>/requeue; the ID may hold

@@ -256,7 +256,7 @@ type forwardingProxy struct {
 
 func (f *forwardingProxy) ForwardToLeader(w http.ResponseWriter, r *http.Request) bool {
 	f.got = append(f.got, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Nomad-Token"))
-	writeJSON(w, http.StatusOK, allotapi.RequeueResult{Namespace: "ml", JobID: "train", State: "queued", Actor: "from-leader"})
+	allotapi.WriteJSON(w, http.StatusOK, allotapi.RequeueResult{Namespace: "ml", JobID: "train", State: "queued", Actor: "from-leader"})
 	return true
 }
 

@@ -6,7 +6,6 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -108,14 +107,8 @@ func (s *Server) now() time.Time {
 	return s.Now()
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func writeErr(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, allotapi.Error{Error: msg})
+	allotapi.WriteJSON(w, status, allotapi.Error{Error: msg})
 }
 
 // denyJSON answers an authentication error on the JSON API.

@@ -44,7 +44,7 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	for i := range v.Checks {
 		out.Checks = append(out.Checks, apiCheck(rd, &v.Checks[i]))
 	}
-	writeJSON(w, http.StatusOK, out)
+	allotapi.WriteJSON(w, http.StatusOK, out)
 }
 
 // evaluate explains a job the latest cycle has not decided about (it was
