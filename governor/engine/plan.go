@@ -26,10 +26,18 @@ const (
 	// tenant's limit or chosen as a preemption victim. It is not queued
 	// again; whoever dispatched it dispatches it again.
 	Stop
+	// Unpin removes the governor's placement pin (Decision.Nodes of an
+	// earlier Admit) from an admitted job that Nomad cannot place where
+	// it was pinned (Job.Pinned and Job.Blocked): the job stays admitted
+	// and Nomad places the rest anywhere it fits. Removing a constraint
+	// keeps running allocations in place.
+	Unpin
 )
 
 // String names the action.
-func (a Action) String() string { return [...]string{"admit", "hold", "forget", "requeue", "stop"}[a] }
+func (a Action) String() string {
+	return [...]string{"admit", "hold", "forget", "requeue", "stop", "unpin"}[a]
+}
 
 // Causes of a Requeue decision (the reason label of
 // allot_preemptions_total).
@@ -64,6 +72,16 @@ type Decision struct {
 	// LostWork is the work a victim loses: per live allocation, the time
 	// since its last checkpoint (or its start), summed.
 	LostWork time.Duration `json:",omitempty"`
+	// Nodes pins an Admit to the nodes the engine's fit packed the job's
+	// allocations onto: per task group name, the sorted, distinct IDs of
+	// those nodes. The actuator writes it as the group constraint
+	// ${node.unique.id} set_contains_any <ids> (recorded in the sealed
+	// record, removed again on hold, requeue, forget and unpin), so Nomad
+	// places the job where the engine reserved room for it and keeps
+	// whole nodes free for gangs. Empty: no pin (Config.Placement
+	// "nomad", system jobs, jobs with live allocations, placement rules
+	// the engine does not model: Job.NoPin).
+	Nodes map[string][]string `json:",omitempty"`
 }
 
 // Preemption records one preemptor and the victims chosen for it.
@@ -139,6 +157,9 @@ type Verdict struct {
 	// update is not admitted, the proxy must refuse it rather than
 	// register it held, which would stop the running version.
 	Replaces int `json:",omitempty"`
+	// Nodes is Decision.Nodes for a job this decision admits (the proxy's
+	// path, Base.Decide): the pin its write must carry.
+	Nodes map[string][]string `json:",omitempty"`
 }
 
 // TenantStatus is a tenant's accounting after a cycle.

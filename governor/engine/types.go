@@ -72,6 +72,13 @@ type Job struct {
 	// allocations and waits for capacity. An admitted job keeps its
 	// reservation; its verdict says Nomad has not placed it.
 	Blocked bool
+	// Pinned marks a job whose stored version carries the governor's
+	// placement pin (the verified record says so; Decision.Nodes).
+	Pinned bool
+	// NoPin marks a job with placement rules the engine does not model
+	// (spread blocks, distinct_hosts, distinct_property): the engine
+	// never pins it, Nomad places it as it likes.
+	NoPin bool
 	// AdmittedAt is allot.admitted-at; the gang timeout counts from it.
 	AdmittedAt time.Time
 	// Requeues is allot.requeues: how often the governor stopped the job
@@ -270,7 +277,18 @@ type Config struct {
 	// run times (governor/estimate). It returns zero when it knows none.
 	// Reservations and backfill use it (Config.RuntimeOf).
 	Runtimes func(j *Job) time.Duration
+	// Placement is how admitted jobs are placed: PlacementPack (the
+	// default, "") pins each admission to the nodes the engine's fit
+	// packed it onto (Decision.Nodes); PlacementNomad leaves placement
+	// to Nomad's scheduler.
+	Placement string
 }
+
+// Placement modes (Config.Placement; governor config placement).
+const (
+	PlacementPack  = "pack"
+	PlacementNomad = "nomad"
+)
 
 // Snapshot is the engine's whole input besides Config.
 type Snapshot struct {
