@@ -8,7 +8,25 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"unicode/utf8"
 )
+
+// MaxRequeueReason bounds a requeue's reason, in characters (runes): the
+// API refuses a longer one (it goes into the decisions, the audit log and
+// the governor's log), and the console's form says so first.
+const MaxRequeueReason = 500
+
+// RequeueReason cleans a requeue's reason: trimmed; an empty one is
+// allowed (the reason is optional), one over MaxRequeueReason characters
+// is refused.
+func RequeueReason(s string) (string, error) {
+	r := strings.TrimSpace(s)
+	if n := utf8.RuneCountInString(r); n > MaxRequeueReason {
+		return "", fmt.Errorf("the reason is %d characters, over %d", n, MaxRequeueReason)
+	}
+	return r, nil
+}
 
 // RequeueRequest is the optional body of POST
 // /allot/v1/jobs/<namespace>/<job>/requeue.

@@ -5,15 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/hashicorp/nomad/acl"
 
 	"github.com/allot-sh/allot/governor/allotapi"
 )
-
-// maxRequeueReason bounds the reason typed into the requeue form.
-const maxRequeueReason = 500
 
 // requeueMessages are the labels of the job page's requeue action.
 var requeueMessages = map[string]msg{
@@ -51,9 +47,9 @@ func (c *Console) requeue(w http.ResponseWriter, q *Req) {
 	if !ok {
 		return
 	}
-	reason := strings.TrimSpace(q.R.PostFormValue("reason"))
-	if len([]rune(reason)) > maxRequeueReason {
-		c.fail(w, q, http.StatusBadRequest, q.L.F("job.requeuereasontoolong", maxRequeueReason))
+	reason, err := allotapi.RequeueReason(q.R.PostFormValue("reason"))
+	if err != nil {
+		c.fail(w, q, http.StatusBadRequest, q.L.F("job.requeuereasontoolong", allotapi.MaxRequeueReason))
 		return
 	}
 	body, err := json.Marshal(allotapi.RequeueRequest{Reason: reason})

@@ -155,9 +155,7 @@ func Blocked(evals []*api.Evaluation, job func(ns, id string) (*engine.Job, bool
 }
 
 func addDevices(out map[PoolModel]int64, pool string, g engine.Group, allocs int64) {
-	if pool == "" {
-		pool = "default"
-	}
+	pool = engine.PoolName(pool)
 	for _, d := range g.Devices {
 		if strings.Count(d.Name, "/") == 2 && allocs > 0 && d.Count > 0 {
 			out[PoolModel{Pool: pool, Model: d.Name}] += allocs * int64(d.Count)

@@ -132,8 +132,8 @@ func readRequeue(r *http.Request) (allotapi.RequeueRequest, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return in, fmt.Errorf("the body must be JSON like {\"reason\": \"...\"}: %v", err)
 	}
-	in.Reason = strings.TrimSpace(in.Reason)
-	return in, nil
+	in.Reason, err = allotapi.RequeueReason(in.Reason)
+	return in, err
 }
 
 // requeueDecision checks that ns/id is a running governed job the actuator

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/shoenig/test/must"
 )
 
@@ -14,7 +15,8 @@ import (
 // requeuePath and readRequeue. An accepted path names a non-empty
 // namespace without a slash and a non-empty job ID, and rebuilds to the
 // path; a body over maxRequeueBody is refused; an accepted reason is
-// trimmed and no longer than the body.
+// trimmed, no longer than the body and at most MaxRequeueReason
+// characters.
 func FuzzRequeueRequest(f *testing.F) {
 	f.Add("/allot/v1/jobs/ml/train/requeue", `{"reason":"drain"}`)
 	f.Add("/allot/v1/jobs/ml/parent/dispatch-1/requeue", "")
@@ -23,6 +25,7 @@ func FuzzRequeueRequest(f *testing.F) {
 	f.Add("/allot/v1/jobs/ml//requeue", `{"reason":"  \u0000\n "}`)
 	f.Add("/allot/v1/jobs/ml%2Fx/train/requeue", `{"reason":"a","extra":{"deep":[1,2,3]}}`)
 	f.Add("/allot/v1/jobs/requeue", "null")
+	f.Add("/allot/v1/jobs/ml/j/requeue", `{"reason":"`+strings.Repeat("é", 501)+`"}`)
 	f.Fuzz(func(t *testing.T, path, body string) {
 		// The mux routes only /allot/v1/jobs/... here.
 		path = "/allot/v1/jobs/" + strings.TrimPrefix(path, "/allot/v1/jobs/")
@@ -41,6 +44,7 @@ func FuzzRequeueRequest(f *testing.F) {
 			return
 		}
 		must.Eq(t, strings.TrimSpace(in.Reason), in.Reason)
+		must.LessEq(t, allotapi.MaxRequeueReason, utf8.RuneCountInString(in.Reason))
 		if utf8.ValidString(body) {
 			must.LessEq(t, len(body), len(in.Reason))
 		}

@@ -295,6 +295,11 @@ func TestRequeueRequestShape(t *testing.T) {
 	must.Eq(t, http.StatusNotFound, code)
 	code, _ = do(http.MethodPost, "/allot/v1/jobs/ml/train/requeue", strings.Repeat("x", maxRequeueBody+1))
 	must.Eq(t, http.StatusBadRequest, code)
+	// A reason over MaxRequeueReason characters (well under the body's
+	// bound) is refused before anything is requeued or recorded.
+	code, _ = do(http.MethodPost, "/allot/v1/jobs/ml/train/requeue",
+		`{"reason":"`+strings.Repeat("é", allotapi.MaxRequeueReason+1)+`"}`)
+	must.Eq(t, http.StatusBadRequest, code)
 	must.SliceEmpty(t, fa.got)
 	// why still answers GET under the same prefix, and only GET.
 	code, _ = do(http.MethodPost, "/allot/v1/jobs/ml/train/why", "")
