@@ -1,8 +1,8 @@
 // Package jobmeta is the one home of the job-meta contract
 // (ARCHITECTURE.md, "Job contract"): the key names, which of them the
 // governor owns, the reader of the governor's record in a stored job, the
-// writers Admit, Hold, Requeue and Forget, and the admission seal that
-// makes the record unforgeable.
+// writers Admit (AdmitPinned), Unpin, Hold, Requeue and Forget, and the
+// admission seal that makes the record unforgeable.
 package jobmeta
 
 import "strings"
@@ -43,6 +43,9 @@ const (
 	// SubmittedBy is the accessor ID of the token that submitted the job
 	// through the governor (the governor's own writes carry it forward).
 	SubmittedBy = "allot.submitted-by"
+	// PinKey (pin.go), allot.pin, records the placement pin the governor
+	// wrote into the job's groups.
+
 	// Seal is the admission seal: a MAC over the job's identity, its
 	// admission shape and the record above (seal.go).
 	Seal = "allot.seal"

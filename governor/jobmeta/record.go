@@ -22,6 +22,10 @@ type Record struct {
 	PreemptedBy []string
 	Epoch       uint64
 	SubmittedBy string
+	// Pin is the placement pin the governor wrote into the job's groups
+	// (allot.pin), nil when none: exactly the constraints the writers
+	// remove again.
+	Pin Pin
 }
 
 // Admitted reports whether the record says the governor admitted the job.
@@ -30,11 +34,16 @@ func (r Record) Admitted() bool { return r.State == StateAdmitted }
 // Queued reports whether the record says the governor holds the job.
 func (r Record) Queued() bool { return r.State == StateQueued }
 
+// Pinned reports whether the record says the governor pinned the job's
+// placement.
+func (r Record) Pinned() bool { return len(r.Pin) > 0 }
+
 // Parse reads the record from meta without verifying it: malformed values
 // count as absent. Never trust its result for admission; use
 // Sealer.Verify.
 func Parse(meta map[string]string) Record {
-	r := Record{State: meta[State], PreemptedBy: strings.Fields(meta[PreemptedBy]), SubmittedBy: meta[SubmittedBy]}
+	r := Record{State: meta[State], PreemptedBy: strings.Fields(meta[PreemptedBy]), SubmittedBy: meta[SubmittedBy],
+		Pin: parsePin(meta[PinKey])}
 	if r.State != StateQueued && r.State != StateAdmitted {
 		r.State = ""
 	}
@@ -84,6 +93,9 @@ func (r Record) meta() map[string]string {
 	}
 	if r.SubmittedBy != "" {
 		m[SubmittedBy] = r.SubmittedBy
+	}
+	if v := r.Pin.encode(); v != "" {
+		m[PinKey] = v
 	}
 	return m
 }

@@ -30,6 +30,15 @@ var impliedConstraints = map[string]bool{
 // task its cpu, cores, memory, memory max, devices (name, count,
 // constraints). Job meta is not part of it: the seal covers the allot.*
 // keys itself.
+//
+// The governor's own placement pin (allot.pin, pin.go) is part of the
+// shape like any constraint, on purpose: the seal attests the job exactly
+// as the governor wrote it, and the pin is what Nomad places it by. Every
+// writer removes and adds the pin before it seals, so a pinned job
+// verifies as stored (TestPinWriters); leaving the pin out would need the
+// record to say which constraint to skip, i.e. trusting the record before
+// the seal is checked. A pin edited straight in Nomad is a re-register
+// (new SubmitTime: ErrStale) and changes the shape (ErrBadSeal) anyway.
 func Shape(j *api.Job) [sha256.Size]byte {
 	h := sha256.New()
 	w := func(parts ...string) { writeField(h, parts...) }

@@ -29,17 +29,54 @@ type Stamp struct {
 // Admit marks job admitted: Stop=false, allot.state=admitted,
 // allot.admitted-at=now; queued-at, requeues, requeued-at and
 // preempted-by carry over from prev (back-off and loop protection survive
-// a re-admission).
+// a re-admission). The pin prev records is removed from job; it writes no
+// new one (AdmitPinned does).
 func (s *Sealer) Admit(job *api.Job, prev Record, st Stamp) error {
+	return s.AdmitPinned(job, prev, nil, st)
+}
+
+// AdmitPinned is Admit that also pins the job's placement: the pin prev
+// records is removed from job first; then nodes (engine.Decision.Nodes,
+// nil for none) pins each group it names: the constraint
+// ${node.unique.id} set_contains_any <ids> is appended to the group and
+// recorded in allot.pin.
+func (s *Sealer) AdmitPinned(job *api.Job, prev Record, nodes map[string][]string, st Stamp) error {
+	RemovePin(job, prev.Pin)
 	r := carried(prev, st)
 	r.State, r.AdmittedAt = StateAdmitted, st.Now
+	if pin := NewPin(nodes); pin != nil {
+		if s == nil || len(s.key) == 0 {
+			return ErrNoKey // nothing added that no record would name
+		}
+		r.Pin = addPin(job, pin)
+	}
 	return s.write(job, r, false, st.Now)
 }
 
+// Unpin removes the pin prev records from job and keeps it admitted with
+// its admitted-at (the gang timeout keeps counting from the admission):
+// Nomad places what it could not place on the pinned nodes anywhere it
+// fits. prev must be an admitted record (ErrNotAdmitted otherwise).
+func (s *Sealer) Unpin(job *api.Job, prev Record, st Stamp) error {
+	if !prev.Admitted() {
+		return ErrNotAdmitted
+	}
+	RemovePin(job, prev.Pin)
+	r := carried(prev, st)
+	r.State, r.AdmittedAt = StateAdmitted, prev.AdmittedAt
+	return s.write(job, r, false, st.Now)
+}
+
+// ErrNotAdmitted refuses to unpin a job the governor's record does not
+// say it admitted.
+var ErrNotAdmitted = errors.New("the governor's record does not say the job is admitted")
+
 // Hold marks job held: Stop=true, allot.state=queued. A job prev already
 // holds keeps its queued-at (an edit keeps its place); otherwise it is
-// queued now. Requeue history carries over.
+// queued now. Requeue history carries over; the pin prev records is
+// removed.
 func (s *Sealer) Hold(job *api.Job, prev Record, st Stamp) error {
+	RemovePin(job, prev.Pin)
 	r := carried(prev, st)
 	r.State = StateQueued
 	if !prev.Queued() || r.QueuedAt.IsZero() {
@@ -52,8 +89,9 @@ func (s *Sealer) Hold(job *api.Job, prev Record, st Stamp) error {
 // queued-at (now when it has none), allot.requeues grows by one,
 // allot.requeued-at is now and preemptor ("ns/id", when not empty) is
 // appended to allot.preempted-by as its opaque reference (Ref; at most 8
-// kept).
+// kept). The pin prev records is removed.
 func (s *Sealer) Requeue(job *api.Job, prev Record, preemptor string, st Stamp) error {
+	RemovePin(job, prev.Pin)
 	r := carried(prev, st)
 	r.State = StateQueued
 	if r.QueuedAt.IsZero() {
@@ -67,9 +105,11 @@ func (s *Sealer) Requeue(job *api.Job, prev Record, preemptor string, st Stamp) 
 	return s.write(job, r, true, st.Now)
 }
 
-// Forget removes every governor-owned key (the seal included) and leaves
+// Forget removes the pin prev (the verified record of the stored job)
+// records and every governor-owned key (the seal included), and leaves
 // Stop alone: the job leaves the governor's queue for good.
-func Forget(job *api.Job) {
+func Forget(job *api.Job, prev Record) {
+	RemovePin(job, prev.Pin)
 	job.Meta = StripOwned(job.Meta)
 }
 

@@ -86,7 +86,7 @@ func TestForget(t *testing.T) {
 	s := testSealer()
 	j := MakeJob("x", "ml").Meta(Class, "low").Build()
 	must.NoError(t, s.Hold(j, Record{}, Stamp{Now: t0}))
-	Forget(j)
+	Forget(j, Record{})
 	must.Eq(t, map[string]string{Class: "low"}, j.Meta)
 	must.True(t, *j.Stop)
 	_, err := s.Verify(stored(j, t0))
