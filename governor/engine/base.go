@@ -54,7 +54,8 @@ func (b *Base) Decide(j *Job, commit bool) Verdict {
 		v.Checks, v.Reason = []Check{c}, c.Name+": "+c.Detail
 		return v
 	}
-	replaced := cy.placementOf(j).replaced
+	p := cy.placementOf(j)
+	replaced := p.replaced
 	v.Replaces = len(replaced)
 	cy.releaseReplaced(j, replaced)
 	cy.last = admission{}
@@ -65,6 +66,7 @@ func (b *Base) Decide(j *Job, commit bool) Verdict {
 		return v
 	}
 	v.State, v.Reason = Admitted, admitReason(v.Checks)
+	v.Nodes = cy.pinOf(j, p, cy.last.takes)
 	if !commit {
 		cy.cap.undo(cy.last.takes)
 		acct.usage.Sub(cy.last.use)

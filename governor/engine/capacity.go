@@ -24,6 +24,9 @@ type take struct {
 	fn       *freeNode
 	cpu, mem int64
 	dev      []devTake
+	// group is the index of the task group the allocation belongs to
+	// (the pin of an admission is per group, pin.go).
+	group int
 }
 
 // devTake is a number of instances taken from one device group of a node.
@@ -136,7 +139,11 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 		if c.exclude != nil {
 			gkey += "|x"
 		}
+		first := len(res.takes)
 		placed := c.fitGroup(j, g, gkey, missing[gi], nodes, &res)
+		for k := first; k < len(res.takes); k++ {
+			res.takes[k].group = gi
+		}
 		if placed < missing[gi] {
 			c.undo(res.takes)
 			res = fitResult{detail: fitDetail(j, g, placed, missing[gi], nodes)}

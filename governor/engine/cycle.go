@@ -43,6 +43,8 @@ type cycle struct {
 	never map[string]*Check
 	// ints is a slab the per-job counts of a cycle are cut from.
 	ints []int
+	// unpins are the pinned admitted jobs blocked in Nomad (pin.go).
+	unpins []*Job
 	// onAdmit and onStarve, when set (tests), see every admission with
 	// its takes and every reservation as it is made.
 	onAdmit  func(j *Job, takes []take)
@@ -62,6 +64,7 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 	cy.jobs = jobs
 	cy.prepare(jobs)
 	cy.admitQueue(cy.queue(jobs))
+	cy.decideUnpins()
 	cy.finish()
 	cy.plan.Starving = map[string]string{}
 	for pool, j := range cy.starving {
@@ -156,6 +159,7 @@ func (cy *cycle) reserveRunning(jobs []*Job) {
 		if v := cy.verdict(j); v != nil {
 			v.Reason = cy.runningReason(j, missing)
 		}
+		cy.unpinBlocked(j)
 	}
 }
 

@@ -111,7 +111,8 @@ func TestDecisionsCarryClassPriorityAndQueueTime(t *testing.T) {
 		mkJob("a", "j").Class("high").QueuedAt(queued).Build()))
 	d, ok := p.Decision("a", "j")
 	must.True(t, ok)
-	must.Eq(t, Decision{Action: Admit, Namespace: "a", JobID: "j", Version: 10, Class: "high", Priority: 70, QueuedAt: queued, Reason: d.Reason}, d)
+	must.Eq(t, Decision{Action: Admit, Namespace: "a", JobID: "j", Version: 10, Class: "high", Priority: 70, QueuedAt: queued, Reason: d.Reason,
+		Nodes: map[string][]string{"g": {"n"}}}, d)
 	must.StrContains(t, d.Reason, "class: class high (priority 70); limit: no limit applies; quota: no quota applies; fit: all 1 allocations fit")
 }
 

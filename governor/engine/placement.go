@@ -16,6 +16,9 @@ type placement struct {
 	// started counts the allocations that count as placed and have left
 	// pending.
 	started int
+	// live counts the live allocations that count as placed: a job with
+	// any is running, and its update is never pinned (pin.go).
+	live int
 }
 
 // placementOf splits the job's allocations. An allocation counts as
@@ -52,6 +55,7 @@ func (cy *cycle) placementOf(j *Job) placement {
 			}
 		case a.Live && sameShape(a, &j.Groups[gi]):
 			p.missing[gi]--
+			p.live++
 			if a.Started {
 				p.started++
 			}

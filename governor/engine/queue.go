@@ -104,6 +104,7 @@ func (cy *cycle) admitOne(j *Job, acct *account, v *Verdict) bool {
 	if admitted {
 		v.State, v.Reason = Admitted, "admitted: every check passed"
 		cy.decide(j, Admit, admitReason(v.Checks))
+		cy.plan.Decisions[len(cy.plan.Decisions)-1].Nodes = cy.pinOf(j, cy.placementOf(j), cy.last.takes)
 		return true
 	}
 	if why, ok := cy.tryPreempt(j, acct, v.Checks); ok {
