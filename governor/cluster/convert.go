@@ -39,6 +39,7 @@ func convertJob(j *api.Job, rec jobmeta.Record, tokens jobmeta.Tokens) *engine.J
 		out.SubmittedAt = time.Unix(0, *j.SubmitTime).UTC().Truncate(time.Millisecond)
 	}
 	applyRecord(out, j, rec)
+	out.NoPin = noPin(j)
 	out.NeedsToken = tokens.Needs(j)
 	for _, tg := range canonicalGroups(j) {
 		out.Groups = append(out.Groups, convertGroup(tg))

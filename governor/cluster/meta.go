@@ -51,6 +51,9 @@ func jobState(j *api.Job, rec jobmeta.Record) engine.State {
 func applyRecord(out *engine.Job, j *api.Job, rec jobmeta.Record) {
 	out.QueuedAt, out.AdmittedAt, out.RequeuedAt = rec.QueuedAt, rec.AdmittedAt, rec.RequeuedAt
 	out.Requeues = rec.Requeues
+	// Only an admitted record's pin counts (the writers record one only
+	// with an admission).
+	out.Pinned = rec.Pinned() && out.State == engine.Admitted
 	out.PreemptedBy = strings.Join(rec.PreemptedBy, " ")
 	out.NoGang = strings.EqualFold(strings.TrimSpace(j.Meta[jobmeta.Gang]), "false")
 	out.MaxRuntime, out.MaxRuntimeErr = maxRuntime(j.Meta[jobmeta.MaxRuntime])

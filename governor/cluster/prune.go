@@ -120,6 +120,7 @@ func (s *Store) forget(key string) {
 	delete(s.deadAt, key)
 	delete(s.deregAt, key)
 	delete(s.reserved, key)
+	delete(s.pins, key)
 	for id, a := range s.allocs {
 		if a.Namespace+"/"+a.JobID == key {
 			delete(s.allocs, id)

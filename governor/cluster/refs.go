@@ -4,6 +4,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // A victim's allot.preempted-by holds opaque references to its
@@ -13,8 +14,9 @@ import (
 // it is and matches no job.
 
 // convert converts stored job j, trusting its record when the seal
-// holds and resolving its preemptor references. Called with s.mu held.
-func (s *Store) convert(j *api.Job) *engine.Job {
+// holds and resolving its preemptor references, and its verified pin.
+// Called with s.mu held.
+func (s *Store) convert(j *api.Job) (*engine.Job, jobmeta.Pin) {
 	rec, _ := s.sealer.Verify(j)
 	s.noteRef(str(j.Namespace, api.DefaultNamespace) + "/" + str(j.ID, ""))
 	for i, v := range rec.PreemptedBy {
@@ -22,7 +24,7 @@ func (s *Store) convert(j *api.Job) *engine.Job {
 			rec.PreemptedBy[i] = key
 		}
 	}
-	return convertJob(j, rec, s.tokens)
+	return convertJob(j, rec, s.tokens), rec.Pin
 }
 
 // noteRef remembers the reference of job key. The map is rebuilt from the

@@ -69,6 +69,9 @@ type Store struct {
 	clock    func() time.Time
 	// waiters wait for the index to reach theirs (AwaitIndex).
 	waiters []indexWaiter
+	// pins holds, by job key, the verified placement pin of the stored
+	// job version (pin.go).
+	pins map[string]pinAt
 }
 
 // UseSealer makes the store trust a job's governor record only when
@@ -111,7 +114,7 @@ func NewStore(book *quota.Book, governs func(string) bool) *Store {
 	return &Store{nodes: map[string]*engine.Node{}, allocs: map[string]*engine.Alloc{}, jobs: map[string]*engine.Job{},
 		meta: map[string]map[string]string{}, ckpt: map[string]time.Time{}, verify: map[string]bool{}, deregAt: map[string]uint64{}, book: book, governs: governs,
 		changed: make(chan struct{}, 1), reserved: map[string]reservation{}, deadAt: map[string]time.Time{}, clock: time.Now,
-		blocked: map[string]map[string]uint64{}}
+		blocked: map[string]map[string]uint64{}, pins: map[string]pinAt{}}
 }
 
 // Changed is signalled (coalesced) after every change.
@@ -133,6 +136,7 @@ func (s *Store) Reset(in *Initial) {
 	defer s.mu.Unlock()
 	s.nodes, s.allocs, s.jobs = map[string]*engine.Node{}, map[string]*engine.Alloc{}, map[string]*engine.Job{}
 	s.ckpt, s.deadAt = map[string]time.Time{}, map[string]time.Time{}
+	s.pins = map[string]pinAt{}
 	for _, n := range in.Nodes {
 		s.nodes[n.ID] = ConvertNode(n)
 	}
@@ -201,7 +205,9 @@ func (s *Store) putAlloc(a *api.Allocation) {
 // putJob stores a job unless the store holds a newer version of it (force
 // ignores versions, for full listings).
 func (s *Store) putJob(j *api.Job, force bool) {
-	s.putConverted(s.convert(j), force)
+	c, pin := s.convert(j)
+	s.putConverted(c, force)
+	s.notePin(c, pin)
 }
 
 // putConverted stores converted job c (see putJob). It does not replace
@@ -256,11 +262,12 @@ func (s *Store) deregistered(key string, idx uint64) {
 // make it reserve nothing until its event arrives).
 func (s *Store) UpsertJob(j *api.Job) {
 	s.mu.Lock()
-	c := s.convert(j)
+	c, pin := s.convert(j)
 	if c.State != engine.Queued && c.State != engine.Stopped {
 		c.Dead = false
 	}
 	s.putConverted(c, false)
+	s.notePin(c, pin)
 	s.mu.Unlock()
 	s.notify()
 }

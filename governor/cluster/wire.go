@@ -29,7 +29,9 @@ type wireJob struct {
 	*api.Job
 	TaskGroups []*wireGroup
 
-	Affinities, Update, Multiregion, Spreads, Reschedule, Migrate, Payload skipped
+	Affinities, Update, Multiregion, Reschedule, Migrate, Payload skipped
+	// Spreads keeps only whether there are any (engine.Job.NoPin).
+	Spreads presence
 }
 
 type wireGroup struct {
@@ -38,8 +40,10 @@ type wireGroup struct {
 	// Scaling keeps only its bounds: a group without count runs min.
 	Scaling *wireScaling
 
-	Affinities, Spreads, Volumes, RestartPolicy, ReschedulePolicy, EphemeralDisk skipped
-	Update, Migrate, Networks, Consul                                            skipped
+	Affinities, Volumes, RestartPolicy, ReschedulePolicy, EphemeralDisk skipped
+	Update, Migrate, Networks, Consul                                   skipped
+	// Spreads keeps only whether there are any (engine.Job.NoPin).
+	Spreads presence
 	// Services keeps only providers (wire_token.go).
 	Services []wireService
 }
@@ -70,7 +74,7 @@ func (w *wireJob) job() *api.Job {
 	if j == nil {
 		j = &api.Job{}
 	}
-	j.TaskGroups = nil
+	j.TaskGroups, j.Spreads = nil, spreadsIf(w.Spreads)
 	if w.TaskGroups != nil {
 		j.TaskGroups = make([]*api.TaskGroup, 0, len(w.TaskGroups))
 	}
@@ -82,7 +86,7 @@ func (w *wireJob) job() *api.Job {
 		if tg == nil {
 			tg = &api.TaskGroup{}
 		}
-		tg.Tasks, tg.Scaling = nil, nil
+		tg.Tasks, tg.Scaling, tg.Spreads = nil, nil, spreadsIf(g.Spreads)
 		tg.Services = services(g.Services)
 		if g.Scaling != nil {
 			tg.Scaling = &api.ScalingPolicy{Min: g.Scaling.Min, Max: g.Scaling.Max}
@@ -103,6 +107,15 @@ func (w *wireJob) job() *api.Job {
 		j.TaskGroups = append(j.TaskGroups, tg)
 	}
 	return j
+}
+
+// spreadsIf is a placeholder spread when some were present: the
+// governor reads only whether a job spreads.
+func spreadsIf(p presence) []*api.Spread {
+	if !p {
+		return nil
+	}
+	return []*api.Spread{{}}
 }
 
 // DecodeJob decodes a job's JSON with what the governor reads of it (see
