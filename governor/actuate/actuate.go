@@ -167,7 +167,7 @@ func (a *Actuator) applyOne(ctx context.Context, d engine.Decision) (bool, strin
 	}
 	prev, _ := a.Sealer.Verify(job)
 	state := cluster.JobState(job, a.Sealer)
-	if done(d.Action, state) {
+	if done(d.Action, state, prev.Pinned()) {
 		return false, "", nil
 	}
 	if *job.JobModifyIndex != d.Version || !applicable(d.Action, state) {
@@ -187,11 +187,14 @@ func (a *Actuator) applyOne(ctx context.Context, d engine.Decision) (bool, strin
 	return true, prev.SubmittedBy, nil
 }
 
-// done reports whether the job is already where the action would put it.
-func done(act engine.Action, s engine.State) bool {
+// done reports whether the job is already where the action would put it
+// (pinned: the verified record names a placement pin).
+func done(act engine.Action, s engine.State, pinned bool) bool {
 	switch act {
 	case engine.Admit:
 		return s == engine.Admitted
+	case engine.Unpin:
+		return s == engine.Admitted && !pinned
 	case engine.Hold, engine.Requeue:
 		return s == engine.Queued
 	case engine.Stop:
@@ -201,32 +204,41 @@ func done(act engine.Action, s engine.State) bool {
 }
 
 // applicable reports whether the action may change a job in state s: only
-// held jobs are admitted, and a job a user stopped is never touched.
+// held jobs are admitted, only admitted (pinned) ones unpinned, and a job
+// a user stopped is never touched.
 func applicable(act engine.Action, s engine.State) bool {
-	if act == engine.Hold || act == engine.Requeue || act == engine.Stop {
+	switch act {
+	case engine.Hold, engine.Requeue, engine.Stop:
 		return s == engine.Direct || s == engine.Admitted
+	case engine.Unpin:
+		return s == engine.Admitted
 	}
 	return s == engine.Queued
 }
 
 // mutate sets the job contract's fields for the decision through the
 // jobmeta writers: prev is the governor record of the job as Nomad stores
-// it (verified), so nothing a user wrote into allot.* keys is carried.
+// it (verified), so nothing a user wrote into allot.* keys is carried, and
+// the only pin any writer removes is the one that record names. An Admit
+// pins the job to d.Nodes (none: not pinned); an Unpin only removes the
+// pin, the job stays admitted at its priority.
 func (a *Actuator) mutate(job *api.Job, prev jobmeta.Record, d engine.Decision, epoch uint64) error {
 	prio := d.Priority
-	if prio > 0 && d.Action != engine.Forget {
+	if prio > 0 && d.Action != engine.Forget && d.Action != engine.Unpin {
 		job.Priority = &prio
 	}
 	st := jobmeta.Stamp{Now: a.Now().UTC(), Epoch: epoch}
 	switch d.Action {
 	case engine.Admit:
-		return a.Sealer.Admit(job, prev, st)
+		return a.Sealer.AdmitPinned(job, prev, d.Nodes, st)
+	case engine.Unpin:
+		return a.Sealer.Unpin(job, prev, st)
 	case engine.Hold:
 		return a.Sealer.Hold(job, prev, st)
 	case engine.Requeue:
 		return a.Sealer.Requeue(job, prev, d.Preemptor, st)
 	case engine.Forget:
-		jobmeta.Forget(job)
+		jobmeta.Forget(job, prev)
 	}
 	return nil
 }

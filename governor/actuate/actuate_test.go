@@ -36,6 +36,13 @@ func (f *fakeJobs) Info(id string, q *api.QueryOptions) (*api.Job, *api.QueryMet
 	for k, v := range f.job.Meta {
 		cp.Meta[k] = v
 	}
+	// Groups are copied too: the writers change their constraints.
+	cp.TaskGroups = nil
+	for _, tg := range f.job.TaskGroups {
+		g := *tg
+		g.Constraints = append([]*api.Constraint(nil), tg.Constraints...)
+		cp.TaskGroups = append(cp.TaskGroups, &g)
+	}
 	return &cp, nil, nil
 }
 
