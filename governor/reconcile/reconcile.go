@@ -202,6 +202,10 @@ type Verdict struct {
 	// Checks are the engine's admission checks behind Reason (job why
 	// shows them for a job the proxy just held).
 	Checks []engine.Check
+	// Nodes is the placement pin of an admitted job (engine.Verdict.Nodes:
+	// per group, the nodes the engine's fit packed it onto); the proxy's
+	// admitting write carries it. Empty for a queued job or no pin.
+	Nodes map[string][]string
 }
 
 // Reserve decides about a job submitted through the proxy. When it is
@@ -226,7 +230,7 @@ func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 	}
 	r.addProvisional(j, v)
 	held := *j
-	held.State = engine.Admitted
+	held.State, held.Pinned = engine.Admitted, len(v.Nodes) > 0
 	gen := r.Store.Gen()
 	prev := r.Store.PutEngineJob(&held)
 	if r.base != nil && r.Store.Gen() == gen+1 {
@@ -294,6 +298,8 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	}
 	if !v.Admitted {
 		v.Position, v.TenantPosition, v.Total = r.position(j, v.Class)
+	} else {
+		v.Nodes = pv.Nodes
 	}
 	v.Priority = r.Config.Classes[v.Class].Priority
 	return v
