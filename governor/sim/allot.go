@@ -27,6 +27,7 @@ func (s *sim) cycle() {
 		j.blockedBy = firstFailed(plan.Verdicts[j.key()])
 	}
 	var admits []*jobRun
+	var unpins []*jobRun
 	for _, d := range plan.Decisions {
 		j := byKey[d.Namespace+"/"+d.JobID]
 		if j == nil {
@@ -34,14 +35,22 @@ func (s *sim) cycle() {
 		}
 		switch {
 		case d.Action == engine.Admit && j.held:
+			s.setPin(j, d.Nodes)
 			admits = append(admits, j)
 		case d.Action == engine.Requeue && j.admitted:
 			j.preemptedBy = d.Preemptor
 			s.requeue(j)
+		case d.Action == engine.Unpin && j.admitted:
+			unpins = append(unpins, j)
 		}
 	}
+	// Removing a pin frees nothing: the unpinned jobs try every node
+	// after this plan's admissions took their pinned room.
 	for _, j := range admits {
 		s.admit(j)
+	}
+	for _, j := range unpins {
+		s.unpin(j)
 	}
 }
 
@@ -49,6 +58,9 @@ func (s *sim) admit(j *jobRun) {
 	j.held, j.admitted = false, true
 	j.admittedAt = s.now
 	s.removeHeld(j)
+	if j.pin != nil {
+		s.m.pins++
+	}
 	s.toNomad(j)
 	if len(j.pending) > 0 && s.opts.Engine.GangTimeout > 0 {
 		// Nomad placed it only partly: the gang timeout needs a cycle.
@@ -65,6 +77,7 @@ func (s *sim) requeue(j *jobRun) {
 		s.stopAlloc(j.allocs[len(j.allocs)-1])
 	}
 	j.pending = j.pending[:0]
+	j.pin = nil
 	for i, b := range s.blocked {
 		if b == j {
 			s.blocked = append(s.blocked[:i], s.blocked[i+1:]...)
@@ -117,6 +130,7 @@ func (s *sim) engineJob(j *jobRun) *engine.Job {
 		}
 		j.eng.Version = uint64(1 + j.requeues)
 		fillJob(j.eng, j, s.now)
+		pinState(j.eng, j)
 		j.eng.Estimate = s.est.Estimate(estimateKey(j))
 		return j.eng
 	}
@@ -138,6 +152,7 @@ func (s *sim) engineJob(j *jobRun) *engine.Job {
 		ej.Groups = append(ej.Groups, eg)
 	}
 	fillJob(ej, j, s.now)
+	pinState(ej, j)
 	ej.MaxRuntime = w.MaxRuntime
 	ej.Estimate = s.est.Estimate(estimateKey(j))
 	j.eng = ej

@@ -34,6 +34,9 @@ type collector struct {
 	samples   []Sample
 	preempts  int
 	maxAlloc  int
+	// pins and unpins count the admissions placed on a pin and the
+	// pins removed again (engine.Unpin).
+	pins, unpins int
 }
 
 func newCollector(spec *fleet.Spec, jobs []*workload.Job, _ Options) *collector {

@@ -13,13 +13,13 @@ const limit = 2
 // evaluate is one Nomad evaluation of job j: it places the job's pending
 // allocations one by one, each on the better-scoring of the first two
 // feasible nodes in a random order. cands restricts the nodes searched
-// (nil: all). Under nomad-priority an allocation that fits nowhere may
+// (nil: all), and a group's pin restricts them further (pin.go). Under nomad-priority an allocation that fits nowhere may
 // preempt lower-priority allocations.
 func (s *sim) evaluate(j *jobRun, cands []int) {
 	failed := map[int]bool{}
 	rest := j.pending[:0:0]
 	for _, gi := range j.pending {
-		if failed[gi] || !s.placeOne(j, gi, cands) {
+		if failed[gi] || !s.placeOne(j, gi, candsFor(j, gi, cands)) {
 			if !failed[gi] && s.policy == NomadPriority && s.mayPreempt(j) && s.preemptFor(j, gi) {
 				continue
 			}

@@ -50,11 +50,16 @@ type Result struct {
 	Preemptions  int
 	// Cycles counts the governor cycles (allot only).
 	Cycles int
+	// Pins counts the admissions Nomad placed on the engine's placement
+	// pin, Unpins the pins removed again because Nomad could not place a
+	// pinned job there (allot only).
+	Pins, Unpins int
 }
 
 func (s *sim) result() *Result {
 	r := &Result{Policy: s.policy, Nodes: len(s.nodes), GPUs: s.m.gpus, Tenants: s.m.tenants, Samples: s.m.samples,
-		End: s.now, GPUSeconds: s.m.gpuSec, MaxAllocated: s.m.maxAlloc, Preemptions: s.m.preempts, Cycles: s.m.cycles}
+		End: s.now, GPUSeconds: s.m.gpuSec, MaxAllocated: s.m.maxAlloc, Preemptions: s.m.preempts, Cycles: s.m.cycles,
+		Pins: s.m.pins, Unpins: s.m.unpins}
 	for _, t := range r.Tenants {
 		r.Entitled = append(r.Entitled, int(s.tenants[t].Quota["gpu"]))
 	}

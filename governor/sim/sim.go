@@ -104,7 +104,9 @@ type sim struct {
 	lastPass int
 	m        *collector
 	perm     []int
-	ended    int
+	// nodeIdx indexes nodes by ID (placement pins name node IDs).
+	nodeIdx map[string]int
+	ended   int
 	// submitted counts the jobs submitted so far (s.jobs is in submission
 	// order); firstOpen is the first job that has not finished.
 	submitted, firstOpen int
@@ -139,6 +141,10 @@ func newSim(spec *fleet.Spec, jobs []*workload.Job, policy Policy, opts Options)
 	s.engNodes = spec.Nodes()
 	s.nodes = newNodes(s.engNodes)
 	s.perm = make([]int, len(s.nodes))
+	s.nodeIdx = make(map[string]int, len(s.nodes))
+	for i, nd := range s.nodes {
+		s.nodeIdx[nd.n.ID] = i
+	}
 	tenants, err := engineTenants(spec, opts.Engine)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,10 @@ type jobRun struct {
 	// blockedBy is the first failing check of the held job's latest
 	// verdict ("" when it passed or has none yet).
 	blockedBy string
+	// pin holds, per group, the sorted indices of the nodes the engine
+	// pinned the admitted job to (nil: not pinned; a nil group places
+	// anywhere), pin.go.
+	pin [][]int
 }
 
 func (j *jobRun) key() string { return j.w.Tenant + "/" + j.w.ID }
