@@ -29,7 +29,9 @@ type dispatchRequest struct {
 // child cannot be registered held: a dispatch that would not be admitted
 // now is refused with 409 and the reason, and nothing is created. The
 // child's reservation lasts until Nomad answers; then the store sees the
-// real child under its own ID.
+// real child under its own ID. A dispatch never pins: Nomad creates the
+// child from the parent, which the governor never pins (cluster's NoPin),
+// and cannot update a dispatched child.
 func (p *Proxy) dispatch(w http.ResponseWriter, r *http.Request, parentID string) error {
 	body, err := p.readBody(r)
 	if err != nil {

@@ -42,7 +42,8 @@ func TestObjectMembers(t *testing.T) {
 }
 
 // The body reaches Nomad byte for byte except the job's Meta, Stop and
-// Priority.
+// Priority, and each group's Constraints when the governor pins the job
+// (TestSetConstraints).
 func TestRegisterKeepsUnknownBytes(t *testing.T) {
 	f := newFixture(t, true)
 	body := strings.Replace(registerBody("ml", "keep", 1), `"FutureJobField":{"x":1}`, `"FutureJobField" : {"x": [1, "}"]}`, 1)
@@ -52,7 +53,7 @@ func TestRegisterKeepsUnknownBytes(t *testing.T) {
 	must.StrHasPrefix(t, `{"FutureTopLevel":7,"Job":{"ID":"keep"`, sent)
 	must.StrContains(t, sent, `"FutureJobField" : {"x": [1, "}"]}`)
 	must.StrContains(t, sent, `"TaskGroups":[{"Name":"g","Count":1,"Tasks":[{"Name":"t","Driver":"raw_exec","Resources":{"CPU":100,"MemoryMB":64,
-"Devices":[{"Name":"nvidia/gpu","Count":1}]}}]}]`)
+"Devices":[{"Name":"nvidia/gpu","Count":1}]}}]`)
 }
 
 // Nomad matches keys without regard to case; so does the proxy, or a job

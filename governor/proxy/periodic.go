@@ -13,7 +13,9 @@ import (
 // admitted now (nothing is launched). Nomad reads no body on this route:
 // namespace and region come from the query only. The reservation is
 // released once Nomad answers; the child arrives by its own event and is
-// governed like any job of its namespace.
+// governed like any job of its namespace. It never pins: Nomad creates
+// the child from the parent, which the governor never pins (its children
+// would all inherit the pin: cluster's NoPin).
 func (p *Proxy) periodicForce(w http.ResponseWriter, r *http.Request, id string) error {
 	body, err := p.readBody(r)
 	if err != nil {

@@ -12,7 +12,10 @@ import (
 // so it needs no admission, but it is read as Nomad reads it: a body or a
 // namespace the governor cannot judge is refused like a register, and the
 // preview (which names the tenant's usage) is shown only after Nomad
-// accepted the caller's token for that namespace.
+// accepted the caller's token for that namespace. A plan never pins:
+// it writes nothing (the verdict's Nodes are not used), and its preview
+// judges the job without the pin the stored record names, as a register
+// would.
 func (p *Proxy) plan(w http.ResponseWriter, r *http.Request, pathID string) error {
 	body, err := p.readBody(r)
 	if err != nil {
@@ -36,9 +39,11 @@ func (p *Proxy) plan(w http.ResponseWriter, r *http.Request, pathID string) erro
 		return nil
 	}
 	j.Meta = jobmeta.StripOwned(j.Meta)
+	prev := p.previous(sub.t.Namespace, *j.ID)
+	jobmeta.RemovePin(j, p.store.PinOf(prev))
 	cand := cluster.ConvertJob(j)
 	cand.Namespace = sub.t.Namespace
-	carry(cand, p.previous(sub.t.Namespace, *j.ID))
+	carry(cand, prev)
 	v := p.rec.Evaluate(cand)
 	v.Reason = sub.t.Redact(v.Reason)
 	reply(w, resp, withWarning(data, "(plan preview) "+warning(sub.t.Namespace, cand.ID, v)))

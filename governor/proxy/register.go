@@ -125,21 +125,30 @@ func isSystem(j *api.Job) bool {
 func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *submission) error {
 	j, ns := sub.req.Job, sub.t.Namespace
 	prev := p.previous(ns, *j.ID)
+	// `nomad job inspect` output sent back carries the governor's pin as
+	// if it were the user's: drop exactly the pin the stored job's
+	// verified record names (only that), before the job is judged.
+	dropped := jobmeta.RemovePin(j, p.store.PinOf(prev))
 	cand := cluster.ConvertJob(j)
 	cand.Namespace = ns
 	cand.NeedsToken = p.store.NeedsSubmitterToken(j)
 	carry(cand, prev)
 	st := jobmeta.Stamp{Now: time.Now(), SubmittedBy: sub.t.Accessor, Epoch: epochOf(r)}
 	mark := func(hold bool) func(reconcile.Verdict) ([][]byte, error) {
-		return func(reconcile.Verdict) ([][]byte, error) {
+		return func(v reconcile.Verdict) ([][]byte, error) {
 			var err error
 			if hold {
 				err = p.sealer.Hold(j, cluster.RecordOf(prev), st)
 			} else {
-				err = p.sealer.Admit(j, cluster.RecordOf(prev), st)
+				err = p.sealer.AdmitPinned(j, cluster.RecordOf(prev), pinFor(v, prev), st)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("sealing the job: %w", err)
+			}
+			if dropped || jobmeta.Parse(j.Meta).Pinned() {
+				if err := sub.setConstraints(j); err != nil {
+					return nil, err
+				}
 			}
 			return sub.rewrite(j)
 		}
@@ -156,6 +165,18 @@ func (p *Proxy) admitRegistration(w http.ResponseWriter, r *http.Request, sub *s
 		a.hold = mark(true)
 	}
 	return p.admitAndForward(w, r, a)
+}
+
+// pinFor is the placement pin an admitting write carries: the verdict's
+// (the engine packed the job onto those nodes), except for an update of a
+// running job, which is never pinned: a pin could move its running
+// allocations. (Scale, dispatch, revert and periodic force never pin:
+// see their comments.)
+func pinFor(v reconcile.Verdict, prev *engine.Job) map[string][]string {
+	if prev.Running() {
+		return nil
+	}
+	return v.Nodes
 }
 
 // writeUngoverned writes a job the governor does not admit itself, with

@@ -36,6 +36,11 @@ type revertRequest struct {
 // once Nomad answers; the store then sees the reverted job itself. The
 // governor record the old version carries (allot.admitted-at, …) does not
 // count again: its seal was made for the old version's submit time.
+//
+// A revert never pins: Nomad restores the old spec itself and the body
+// carries none. An old version the governor had pinned carries that
+// pin's constraint, which, its record stale, then reads as the user's
+// own (not removed by the governor, nor unpinned when blocked).
 func (p *Proxy) revert(w http.ResponseWriter, r *http.Request, id string) error {
 	body, err := p.readBody(r)
 	if err != nil {

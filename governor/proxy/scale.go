@@ -15,6 +15,11 @@ import (
 // and the job is left as it was. Scale-downs, count-less scaling events,
 // and jobs that run nothing themselves (stopped, held, periodic and
 // parameterized parents, which the governor weighs when they run) pass.
+// A scale never pins: its body is Nomad's scaling request (no job spec to
+// write a constraint into) and the job runs, so a pin could move running
+// allocations; a pinned job keeps its pin, and when Nomad cannot place
+// the added allocations on the pinned nodes (a blocked evaluation) the
+// engine unpins it (engine.Unpin).
 func (p *Proxy) scale(w http.ResponseWriter, r *http.Request, id string) error {
 	body, err := p.readBody(r)
 	if err != nil {
