@@ -52,6 +52,11 @@ type Config struct {
 	// the proxy refuses them; SystemJobsGovern admits them like any job,
 	// counted per eligible node.
 	SystemJobs string
+	// Placement is how admitted jobs are placed: PlacementPack (default)
+	// pins each fresh admission to the nodes the engine's fit packed it
+	// onto (docs/governor.md, "Placement"); PlacementNomad leaves
+	// placement to Nomad's scheduler.
+	Placement string
 	// CycleInterval is the period of the reconcile cycle when no event
 	// triggers one earlier.
 	CycleInterval time.Duration
@@ -102,6 +107,12 @@ const (
 	SystemJobsGovern = "govern"
 )
 
+// Values of Config.Placement (engine.PlacementPack, engine.PlacementNomad).
+const (
+	PlacementPack  = "pack"
+	PlacementNomad = "nomad"
+)
+
 // Class is one priority class.
 type Class struct {
 	// Priority is the Nomad job priority the governor sets (1..100).
@@ -131,6 +142,7 @@ func Default() Config {
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
 		SystemJobs:        SystemJobsRefuse,
+		Placement:         PlacementPack,
 		CycleInterval:     5 * time.Second,
 		ResyncBackoffMax:  30 * time.Second,
 		HTTP:              defaultHTTP(),
@@ -198,6 +210,10 @@ func (c *Config) Validate() error {
 	}
 	if c.SystemJobs != SystemJobsRefuse && c.SystemJobs != SystemJobsGovern {
 		errs = append(errs, fmt.Errorf("system_jobs %q: must be %q or %q", c.SystemJobs, SystemJobsRefuse, SystemJobsGovern))
+	}
+	if c.Placement != PlacementPack && c.Placement != PlacementNomad {
+		errs = append(errs, fmt.Errorf("placement %q: must be %q (pin admissions to the nodes the governor packed them onto) or %q (leave placement to Nomad)",
+			c.Placement, PlacementPack, PlacementNomad))
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

@@ -8,7 +8,7 @@ import "github.com/allot-sh/allot/governor/engine"
 func (c Config) Engine() engine.Config {
 	ec := engine.Config{StarvationTimeout: c.StarvationTimeout, Classes: map[string]engine.Class{},
 		DisablePreemption: c.DisablePreemption, BackoffBase: c.BackoffBase, BackoffCap: c.BackoffCap,
-		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern}
+		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern, Placement: c.Placement}
 	for name, cl := range c.Classes {
 		ec.Classes[name] = engine.Class{Priority: cl.Priority, Preemptible: cl.Preemptible, Restricted: cl.Restricted}
 	}

@@ -23,6 +23,7 @@ type fileConfig struct {
 	BackoffCap        *string      `hcl:"backoff_cap"`
 	DisablePreemption *bool        `hcl:"disable_preemption"`
 	SystemJobs        *string      `hcl:"system_jobs"`
+	Placement         *string      `hcl:"placement"`
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
@@ -78,6 +79,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	setStr(&c.LogLevel, f.LogLevel)
 	setStr(&c.DataDir, f.DataDir)
 	setStr(&c.SystemJobs, f.SystemJobs)
+	setStr(&c.Placement, f.Placement)
 	setStr(&c.SubmitterTokens, f.SubmitterTokens)
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug
