@@ -21,6 +21,7 @@ import (
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/proxy"
 	"github.com/allot-sh/allot/internal/testcluster"
 )
@@ -205,6 +206,13 @@ func diffOne(t *testing.T, c *testcluster.Cluster, gov string, b diffBody) strin
 	}
 	stored, _, err := c.API.Jobs().Info(b.id, &api.QueryOptions{Namespace: ns})
 	must.NoError(t, err, must.Sprintf("stored in the namespace the governor judged: %s", what))
+	// An admission carries the governor's placement pin, recorded in
+	// allot.pin: Nomad stores the judged job plus exactly that constraint
+	// per pinned group.
+	if pin := jobmeta.Parse(stored.Meta).Pin; pin != nil {
+		must.Eq(t, jobmeta.StateAdmitted, stored.Meta[jobmeta.State], must.Sprint(what))
+		must.True(t, jobmeta.RemovePin(stored, pin), must.Sprint(what))
+	}
 	must.Eq(t, shapeOf(judged), shapeOf(stored), must.Sprint(what))
 	return "stored"
 }
