@@ -213,6 +213,7 @@ func TestPhantom_AdmittedButBlockedInNomadSaysSo(t *testing.T) {
 	e := borrowThenClaim(t)
 	victim, allocID, node := e.preempt()
 	e.victimStopped(victim, allocID, node)
+	must.MapContainsKey(t, e.mem.jobs["team-a/claim"].Meta, jobmeta.PinKey, must.Sprint("admitted with a placement pin"))
 	version := *e.mem.jobs["team-a/claim"].JobModifyIndex
 	e.job("team-a", "claim", "pending")
 	_, p := e.cycle()
@@ -227,7 +228,12 @@ func TestPhantom_AdmittedButBlockedInNomadSaysSo(t *testing.T) {
 	must.Eq(t, engine.Admitted, v.State)
 	must.StrContains(t, v.Reason, "blocked in Nomad")
 	must.StrNotContains(t, v.Reason, "running under Nomad")
-	must.MapLen(t, 0, acts)
+	// The cycle admitted the claim with a placement pin; pinned and
+	// blocked, it is unpinned (still admitted), never held or requeued.
+	must.Eq(t, map[string]engine.Action{"team-a/claim": engine.Unpin}, acts)
+	stored := e.mem.jobs["team-a/claim"]
+	must.Eq(t, jobmeta.StateAdmitted, stored.Meta[jobmeta.State])
+	must.MapNotContainsKey(t, stored.Meta, jobmeta.PinKey, must.Sprint("the pin is gone"))
 	extra, _ := e.r.Reserve(cluster.ConvertJob(heldJob("team-a", "extra")))
 	must.False(t, extra.Admitted, must.Sprint("a blocked admission keeps its reservation"))
 	// Nomad places it: the evaluation completes, the allocation runs.
