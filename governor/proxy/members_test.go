@@ -2,10 +2,16 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -127,12 +133,73 @@ func TestProxyKeepsIdleConnections(t *testing.T) {
 
 func TestPiecesReader(t *testing.T) {
 	pieces := func() [][]byte { return [][]byte{[]byte(`{"a"`), nil, []byte(`:`), []byte(`1}`)} }
-	data, err := io.ReadAll(struct{ io.Reader }{&piecesReader{pieces: pieces()}}) // Read only
+	cases := map[string]struct {
+		buf   int
+		reads []string
+	}{
+		"one read takes every piece": {buf: 64, reads: []string{`{"a":1}`}},
+		"reads span pieces":          {buf: 3, reads: []string{`{"a`, `":1`, `}`}},
+		"one byte at a time":         {buf: 1, reads: []string{`{`, `"`, `a`, `"`, `:`, `1`, `}`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &piecesReader{pieces: pieces()}
+			b := make([]byte, tc.buf)
+			var got []string
+			for {
+				n, err := r.Read(b)
+				if err == io.EOF {
+					must.Zero(t, n)
+					break
+				}
+				must.NoError(t, err)
+				got = append(got, string(b[:n]))
+			}
+			must.Eq(t, tc.reads, got)
+		})
+	}
+}
+
+// A body in many pieces reaches Nomad in one write after the headers'
+// (the transport flushes headers first for a reader it does not know),
+// not one write per piece.
+func TestSendWritesBodyAtOnce(t *testing.T) {
+	var got []byte
+	nomad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer nomad.Close()
+	var writes atomic.Int64
+	dial := (&net.Dialer{}).DialContext
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		return countingConn{Conn: c, writes: &writes}, err
+	}}
+	u, err := url.Parse(nomad.URL)
 	must.NoError(t, err)
-	must.Eq(t, `{"a":1}`, string(data))
-	var buf bytes.Buffer
-	n, err := (&piecesReader{pieces: pieces()}).WriteTo(&buf)
+	p := New(Options{Target: u, Transport: tr})
+	var pieces [][]byte
+	var want bytes.Buffer
+	for i := 0; i < 300; i++ {
+		piece := []byte(strconv.Itoa(i) + ",")
+		pieces = append(pieces, piece)
+		want.Write(piece)
+	}
+	resp, _, err := p.send(context.Background(), http.MethodPut, *u, http.Header{}, pieces...)
 	must.NoError(t, err)
-	must.Eq(t, int64(7), n)
-	must.Eq(t, `{"a":1}`, buf.String())
+	must.Eq(t, http.StatusOK, resp.StatusCode)
+	must.Eq(t, want.String(), string(got))
+	must.LessEq(t, 2, writes.Load(), must.Sprint("headers and body, not a write per piece"))
+}
+
+// countingConn counts the writes to a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
 }
