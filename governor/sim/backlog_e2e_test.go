@@ -3,12 +3,14 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -154,15 +156,31 @@ func rssMiB(b *testing.B, pid int) float64 {
 }
 
 // throughputJobs is how many jobs each side of BenchmarkE2E_ProxyThroughput
-// registers.
+// registers (ALLOT_THROUGHPUT_JOBS overrides it).
 const throughputJobs = 400
+
+// envInt is the positive integer in environment variable name, else def.
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		b.Fatalf("%s=%q: want a non-negative integer", name, s)
+	}
+	return n
+}
 
 // BenchmarkE2E_ProxyThroughput compares submissions through the governor's
 // proxy (governed namespace "team": authenticated, judged, admitted or
 // held) with the same registrations sent straight to Nomad (namespace
 // "plain", not governed), 8 at a time, into a node pool without nodes.
 // Reported: jobs/s each way and their ratio (proxy ÷ direct). Run with
-// -benchtime 1x.
+// -benchtime 1x. ALLOT_THROUGHPUT_JOBS sets the jobs per side (400);
+// ALLOT_THROUGHPUT_BACKLOG fills the governor's queue first with that many
+// held jobs through the proxy (0), waiting until the governor's queue
+// lists them all, so the timed submissions meet a long queue.
 func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	inv, err := filepath.Abs("../../device-plugin/inventory/examples/dev-node.hcl")
 	if err != nil {
@@ -182,16 +200,23 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	g := c.StartGovernor(throughputArgs(b)...)
 	proxy := proxyClient(b, g.Addr)
 	direct := proxyClient(b, c.Addr())
+	jobs := envInt(b, "ALLOT_THROUGHPUT_JOBS", throughputJobs)
+	if n := envInt(b, "ALLOT_THROUGHPUT_BACKLOG", 0); n > 0 {
+		fillNS(b, proxy, "team", "q", n)
+		waitQueued(b, c, g.Addr, n)
+	}
+	b.ResetTimer()
 	var ratio, viaProxy, viaNomad float64
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		fillNS(b, direct, "plain", fmt.Sprintf("d%d", i), throughputJobs)
-		viaNomad = throughputJobs / time.Since(start).Seconds()
+		fillNS(b, direct, "plain", fmt.Sprintf("d%d", i), jobs)
+		viaNomad = float64(jobs) / time.Since(start).Seconds()
 		start = time.Now()
-		fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), throughputJobs)
-		viaProxy = throughputJobs / time.Since(start).Seconds()
+		fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), jobs)
+		viaProxy = float64(jobs) / time.Since(start).Seconds()
 		ratio = viaProxy / viaNomad
 	}
+	b.StopTimer()
 	b.ReportMetric(viaNomad, "direct-jobs/s")
 	b.ReportMetric(viaProxy, "proxy-jobs/s")
 	b.ReportMetric(ratio, "proxy/direct")
@@ -280,4 +305,24 @@ func fillNS(b *testing.B, client *api.Client, ns, prefix string, n int) {
 	for err := range errs {
 		b.Fatal(err)
 	}
+}
+
+// waitQueued waits until the governor's queue (GET /allot/v1/queue, a
+// cycle's plan with the proxy's holds since) lists at least n jobs.
+func waitQueued(b *testing.B, c *testcluster.Cluster, addr string, n int) {
+	c.Eventually(5*time.Minute, "the backlog is queued", func() error {
+		resp, err := http.Get(addr + "/allot/v1/queue")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var q struct{ Total int }
+		if err := json.NewDecoder(resp.Body).Decode(&q); err != nil {
+			return err
+		}
+		if q.Total < n {
+			return fmt.Errorf("%d of %d jobs queued", q.Total, n)
+		}
+		return nil
+	})
 }
