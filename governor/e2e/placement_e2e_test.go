@@ -64,20 +64,27 @@ job %q {
 // userRule is pinJobTmpl's own constraint as Nomad stores it.
 var userRule = api.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}
 
-// TestE2E_Placement: two clients of 8 inventory GPUs each, one governor
-// with the default placement ("pack"). 1-GPU jobs submitted through the
-// proxy with the nomad CLI are pinned (the governor's constraint and its
-// allot.pin record in the stored job) and all land on one node; an 8-GPU
-// job is then admitted and runs on the other node at once. A requeue
-// strips the pin and keeps the user's constraint. Unpin repair: the
-// pinned node is made ineligible and a pinned job's allocation stopped,
-// Nomad blocks the replacement, and the governor removes the pin (the job
-// stays admitted) so that Nomad places it on the other node.
+// TestE2E_Placement: three clients of 8 inventory GPUs each, one
+// governor with the default placement ("pack"). Eight 1-GPU jobs
+// submitted through the proxy with the nomad CLI are pinned (the
+// governor's constraint and its allot.pin record in the stored job) and
+// all land on one node; an 8-GPU job is then admitted and runs on another
+// node at once. A requeue strips the pin and keeps the user's constraint.
+// Unpin repair: the pinned node is made ineligible and a pinned job's
+// allocation stopped, Nomad blocks the replacement, and the governor
+// removes the pin (the job stays admitted) so that Nomad places it on the
+// node left free.
+//
+// Three nodes, not two: Nomad 1.6.1 scores a batch allocation on two
+// random feasible nodes and bin-packs, so on two nodes it packs these
+// jobs onto one node by itself; on three, with placement = "nomad", all
+// eight land on one node only when every one of seven draws includes the
+// fullest node ((2/3)^7, about 6 %).
 func TestE2E_Placement(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
 	var clients []testcluster.ClientSpec
-	for _, name := range []string{"gpu-1", "gpu-2"} {
+	for _, name := range []string{"gpu-1", "gpu-2", "gpu-3"} {
 		p := filepath.Join(dir, name+".hcl")
 		must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(inventory8, name)), 0o644))
 		clients = append(clients, testcluster.ClientSpec{Name: name, NodePool: "gpu",
@@ -88,7 +95,7 @@ func TestE2E_Placement(t *testing.T) {
 	nomad, err := testcluster.NomadBinary()
 	must.NoError(t, err)
 	e := &env{t: t, c: c, nomad: nomad, dir: dir}
-	e.namespace("team-a", map[string]string{"allot.quota.gpu": "16", "allot.limit.gpu": "16"})
+	e.namespace("team-a", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
 	e.g = c.StartGovernor("-config", e.writeConfig()) // cycle_interval 1s; placement defaults to "pack"
 	e.gov = &allotapi.Client{Address: e.g.Addr}
 	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
@@ -99,7 +106,7 @@ func TestE2E_Placement(t *testing.T) {
 		out := e.nomadCLI(t, "job", "run", "-detach", p)
 		must.StrContains(t, out, "allot: job team-a/"+id+" admitted")
 	}
-	small := []string{"one-1", "one-2", "one-3", "one-4"}
+	small := []string{"one-1", "one-2", "one-3", "one-4", "one-5", "one-6", "one-7", "one-8"}
 	var packed string // the node every 1-GPU job runs on
 	t.Run("1-GPU jobs are pinned and packed onto one node", func(t *testing.T) {
 		for _, id := range small {
@@ -116,41 +123,28 @@ func TestE2E_Placement(t *testing.T) {
 		}
 	})
 
-	var other string
-	t.Run("an 8-GPU gang runs on the other node at once", func(t *testing.T) {
+	var gang string // the node the gang runs on
+	t.Run("an 8-GPU gang runs on another node at once", func(t *testing.T) {
 		run(t, "gang-8", 8)
 		a := e.c.WaitForAlloc("team-a", "gang-8", 60*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
 		must.NotEq(t, packed, a.NodeID)
-		other = a.NodeID
-		must.Eq(t, jobmeta.Pin{"g": other}, pinOf(t, e.job("team-a", "gang-8")))
+		gang = a.NodeID
+		must.Eq(t, jobmeta.Pin{"g": gang}, pinOf(t, e.job("team-a", "gang-8")))
 	})
 
 	t.Run("a requeue strips the pin and keeps the user's constraint", func(t *testing.T) {
-		before := e.job("team-a", "one-4")
-		_, err := e.gov.Requeue(context.Background(), "team-a", "one-4", "e2e placement")
+		before := e.job("team-a", "one-8")
+		_, err := e.gov.Requeue(context.Background(), "team-a", "one-8", "e2e placement")
 		must.NoError(t, err)
-		e.waitHeld("team-a", "one-4") // back-off 30 s (the default): it stays held meanwhile
-		j := e.job("team-a", "one-4")
+		e.waitHeld("team-a", "one-8") // back-off 30 s (the default): it stays held meanwhile
+		j := e.job("team-a", "one-8")
 		must.Greater(t, *before.JobModifyIndex, *j.JobModifyIndex)
 		must.Eq(t, []api.Constraint{userRule}, groupConstraints(j), must.Sprint("nomad job inspect shows no governor constraint"))
 		must.MapNotContainsKey(t, j.Meta, jobmeta.PinKey)
 	})
 
 	t.Run("a pinned job Nomad cannot place is unpinned and placed elsewhere", func(t *testing.T) {
-		// Room on the other node: the gang goes.
-		e.stop("team-a", "gang-8")
-		e.c.Eventually(60*time.Second, "the gang's allocation is gone", func() error {
-			allocs, _, err := e.c.API.Jobs().Allocations("gang-8", false, &api.QueryOptions{Namespace: "team-a"})
-			if err != nil {
-				return err
-			}
-			for _, a := range allocs {
-				if a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusPending {
-					return fmt.Errorf("allocation %s is %s", a.ID[:8], a.ClientStatus)
-				}
-			}
-			return nil
-		})
+		must.NotEq(t, "", gang, must.Sprint("the gang runs"))
 		// The pinned node takes nothing new; one-1's allocation is stopped:
 		// Nomad's replacement fits only the pinned node, so it blocks.
 		_, err := e.c.API.Nodes().ToggleEligibility(packed, false, nil)
@@ -160,7 +154,7 @@ func TestE2E_Placement(t *testing.T) {
 		_, err = e.c.API.Allocations().Stop(&api.Allocation{ID: first.ID, Namespace: "team-a"}, nil)
 		must.NoError(t, err)
 		var moved *api.AllocationListStub
-		e.c.Eventually(90*time.Second, "one-1 unpinned and running on the other node", func() error {
+		e.c.Eventually(90*time.Second, "one-1 unpinned and running on the free node", func() error {
 			j := e.job("team-a", "one-1")
 			if p := jobmeta.Parse(j.Meta).Pin; p != nil {
 				return fmt.Errorf("still pinned to %v", p)
@@ -177,14 +171,15 @@ func TestE2E_Placement(t *testing.T) {
 			}
 			return fmt.Errorf("unpinned; %d allocations, no new one running", len(allocs))
 		})
-		must.Eq(t, other, moved.NodeID)
+		must.NotEq(t, packed, moved.NodeID)
+		must.NotEq(t, gang, moved.NodeID, must.Sprint("the gang's node has no GPU left"))
 		j := e.job("team-a", "one-1")
 		must.False(t, *j.Stop)
 		must.Eq(t, jobmeta.StateAdmitted, j.Meta[jobmeta.State], must.Sprint("still admitted"))
 		must.Eq(t, admittedAt, j.Meta[jobmeta.AdmittedAt], must.Sprint("an unpin is not a new admission"))
 		must.Eq(t, []api.Constraint{userRule}, groupConstraints(j))
 		// The other pinned jobs kept running where they were.
-		for _, id := range small[1:3] {
+		for _, id := range small[1:7] {
 			a := e.c.WaitForAlloc("team-a", id, 10*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
 			must.Eq(t, packed, a.NodeID)
 		}
