@@ -68,7 +68,9 @@ func (j *Journal) Recent() []Record {
 
 // records turns what the actuator applied into journal records: one per
 // preemption with at least one victim requeued (listing those victims),
-// one per gang-timeout requeue and per hold of a direct job.
+// one per gang-timeout requeue, per hold of a direct job and per unpin
+// (a pinned job Nomad could not place: the governor rewrote it without
+// its placement pin).
 func records(plan *engine.Plan, res actuate.Result) []Record {
 	applied := map[string]engine.Decision{}
 	var out []Record
@@ -82,6 +84,9 @@ func records(plan *engine.Plan, res actuate.Result) []Record {
 				cause = "over-limit"
 			}
 			out = append(out, Record{Time: plan.Now, Kind: d.Action.String(), Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: cause, Reason: d.Reason,
+				SubmittedBy: res.SubmittedBy[key]})
+		case d.Action == engine.Unpin:
+			out = append(out, Record{Time: plan.Now, Kind: "unpin", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: "blocked", Reason: d.Reason,
 				SubmittedBy: res.SubmittedBy[key]})
 		case d.Action == engine.Requeue && d.Cause == engine.CauseGangTimeout:
 			out = append(out, Record{Time: plan.Now, Kind: "requeue", Namespace: d.Namespace, JobID: d.JobID, Class: d.Class, Cause: d.Cause, Reason: d.Reason,

@@ -24,10 +24,12 @@ func TestRecordsKeepOnlyAppliedVictims(t *testing.T) {
 		{Action: engine.Requeue, Namespace: "a", JobID: "v1", Cause: engine.CauseReclaim},
 		{Action: engine.Requeue, Namespace: "c", JobID: "gang", Cause: engine.CauseGangTimeout, Reason: "gang timeout"},
 		{Action: engine.Admit, Namespace: "c", JobID: "other"},
+		{Action: engine.Unpin, Namespace: "c", JobID: "pinned", Reason: "blocked in Nomad"},
 	}}
 	got := records(plan, res)
 	must.Eq(t, []Record{
 		{Time: now, Kind: "requeue", Namespace: "c", JobID: "gang", Cause: engine.CauseGangTimeout, Reason: "gang timeout"},
+		{Time: now, Kind: "unpin", Namespace: "c", JobID: "pinned", Cause: "blocked", Reason: "blocked in Nomad"},
 		{Time: now, Kind: "preemption", Namespace: "b", JobID: "boss", Cause: engine.CauseReclaim, Victims: []engine.Victim{v1}},
 	}, got)
 }
