@@ -178,6 +178,15 @@ func TestE2E_Placement(t *testing.T) {
 		must.Eq(t, jobmeta.StateAdmitted, j.Meta[jobmeta.State], must.Sprint("still admitted"))
 		must.Eq(t, admittedAt, j.Meta[jobmeta.AdmittedAt], must.Sprint("an unpin is not a new admission"))
 		must.Eq(t, []api.Constraint{userRule}, groupConstraints(j))
+		ds, err := e.gov.Decisions(context.Background())
+		must.NoError(t, err)
+		var unpins int
+		for _, d := range ds.Decisions {
+			if d.Kind == "unpin" && d.JobID == "one-1" {
+				unpins++
+			}
+		}
+		must.Eq(t, 1, unpins, must.Sprintf("one unpin in the decisions: %+v", ds.Decisions))
 		// The other pinned jobs kept running where they were.
 		for _, id := range small[1:7] {
 			a := e.c.WaitForAlloc("team-a", id, 10*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
