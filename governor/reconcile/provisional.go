@@ -19,6 +19,11 @@ const provisionalTTL = time.Minute
 // Reconciler.plMu).
 type provisional struct {
 	entries map[string]provEntry
+	// keys are the "ns/id" keys of keysOf's queue, in order (built once
+	// per plan: a merge after each submission would otherwise build a
+	// string per queued job).
+	keys   []string
+	keysOf *engine.Plan
 }
 
 // provEntry is one proxy decision.
@@ -78,12 +83,13 @@ func (r *Reconciler) dropProvisional(key string) {
 }
 
 // merge returns a copy of pl with the entries applied: held jobs inserted
-// into the queue at their answered position (later positions shift),
+// into the queue at their answered positions (later positions shift),
 // admitted jobs' requests added to their tenant's usage. pl is not
-// changed: it is shared with readers.
+// changed: it is shared with readers. One pass over the queue, after
+// sorting the held entries: O(queue + held log held), where inserting
+// them one at a time renumbered the whole queue per entry.
 func (p *provisional) merge(pl *engine.Plan) *engine.Plan {
 	cp := *pl
-	cp.Queue = append([]engine.Verdict(nil), pl.Queue...)
 	cp.Tenants = append([]engine.TenantStatus(nil), pl.Tenants...)
 	cp.Verdicts = make(map[string]*engine.Verdict, len(pl.Verdicts)+len(p.entries))
 	for k, v := range pl.Verdicts {
@@ -93,56 +99,94 @@ func (p *provisional) merge(pl *engine.Plan) *engine.Plan {
 	for i := range cp.Tenants {
 		tenant[cp.Tenants[i].Namespace] = &cp.Tenants[i]
 	}
-	keys := make([]string, 0, len(p.entries))
-	for k := range p.entries {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		ea, eb := p.entries[keys[a]], p.entries[keys[b]]
-		if ea.v.Position != eb.v.Position {
-			return ea.v.Position < eb.v.Position
-		}
-		return keys[a] < keys[b]
-	})
-	for _, k := range keys {
-		e := p.entries[k]
+	held := make([]string, 0, len(p.entries))
+	for k, e := range p.entries {
 		t := tenant[e.v.Namespace]
-		if e.admitted {
+		if !e.admitted {
+			held = append(held, k)
 			if t != nil {
-				t.Usage = t.Usage.Clone()
-				t.Usage.Add(e.use)
+				t.Queued++
 			}
 			continue
 		}
-		cp.Queue = insertQueued(cp.Queue, e.v)
-		v := e.v
-		cp.Verdicts[k] = &v
 		if t != nil {
-			t.Queued++
+			t.Usage = t.Usage.Clone()
+			t.Usage.Add(e.use)
 		}
+	}
+	if len(held) == 0 {
+		return &cp
+	}
+	sort.Slice(held, func(a, b int) bool { return p.before(held[a], held[b]) })
+	cp.Queue = p.interleave(pl.Queue, held)
+	// A queued job's verdict is its queue entry (engine: a copy of it), so
+	// job why shows the same shifted position as the queue.
+	keys := p.queueKeys(pl)
+	qi := 0
+	for i := range cp.Queue {
+		if qi < len(keys) && cp.Queue[i].JobID == pl.Queue[qi].JobID && cp.Queue[i].Namespace == pl.Queue[qi].Namespace {
+			cp.Verdicts[keys[qi]] = &cp.Queue[i]
+			qi++
+			continue
+		}
+		cp.Verdicts[cp.Queue[i].Namespace+"/"+cp.Queue[i].JobID] = &cp.Queue[i]
 	}
 	return &cp
 }
 
-// insertQueued puts v at its position (clamped) and renumbers the
-// positions of the whole queue and of v's tenant.
-func insertQueued(q []engine.Verdict, v engine.Verdict) []engine.Verdict {
-	at := v.Position - 1
-	if at < 0 || at > len(q) {
-		at = len(q)
-	}
-	q = append(q, engine.Verdict{})
-	copy(q[at+1:], q[at:])
-	q[at] = v
-	tenantPos := 0
-	for i := range q {
-		q[i].Position = i + 1
-		if q[i].Namespace == v.Namespace {
-			tenantPos++
-			q[i].TenantPosition = tenantPos
+// queueKeys returns the keys of pl's queue, in order.
+func (p *provisional) queueKeys(pl *engine.Plan) []string {
+	if p.keysOf != pl {
+		p.keys = make([]string, len(pl.Queue))
+		for i := range pl.Queue {
+			p.keys[i] = pl.Queue[i].Namespace + "/" + pl.Queue[i].JobID
 		}
+		p.keysOf = pl
 	}
-	return q
+	return p.keys
+}
+
+// before orders held entries for the merge: by answered position; on a
+// tie the later answer first (the proxy answered it a position already
+// taken by the earlier one, so it ranks ahead of it); then by key.
+func (p *provisional) before(a, b string) bool {
+	ea, eb := p.entries[a], p.entries[b]
+	switch {
+	case ea.v.Position != eb.v.Position:
+		return ea.v.Position < eb.v.Position
+	case !ea.at.Equal(eb.at):
+		return ea.at.After(eb.at)
+	}
+	return a < b
+}
+
+// interleave returns queue q with the held entries (sorted) placed at
+// their answered positions, each after the one before it (clamped to the
+// end; a position below 1 goes last), and every position and tenant
+// position renumbered once.
+func (p *provisional) interleave(q []engine.Verdict, held []string) []engine.Verdict {
+	out := make([]engine.Verdict, 0, len(q)+len(held))
+	var last []engine.Verdict
+	qi := 0
+	for _, k := range held {
+		v := p.entries[k].v
+		if v.Position < 1 {
+			last = append(last, v)
+			continue
+		}
+		for len(out) < v.Position-1 && qi < len(q) {
+			out = append(out, q[qi])
+			qi++
+		}
+		out = append(out, v)
+	}
+	out = append(append(out, q[qi:]...), last...)
+	tenantPos := map[string]int{}
+	for i := range out {
+		tenantPos[out[i].Namespace]++
+		out[i].Position, out[i].TenantPosition = i+1, tenantPos[out[i].Namespace]
+	}
+	return out
 }
 
 // position returns where j, with class, stands in the latest plan's queue
@@ -159,13 +203,17 @@ func (r *Reconciler) position(j *engine.Job, class string) (overall, tenant, tot
 	}
 	overall, tenant = r.pos.Of(j, class)
 	total = len(r.latest.Queue) + 1
-	prio, share := r.Config.Classes[class].Priority, shareOf(r.latest, j.Namespace)
+	shares := make(map[string]float64, len(r.latest.Tenants))
+	for _, t := range r.latest.Tenants {
+		shares[t.Namespace] = t.DominantShare
+	}
+	prio, share, self := r.Config.Classes[class].Priority, shares[j.Namespace], j.Key()
 	for key, e := range r.prov.entries {
-		if e.admitted || key == j.Key() {
+		if e.admitted || key == self {
 			continue
 		}
 		total++
-		vp, vs := r.Config.Classes[e.v.Class].Priority, shareOf(r.latest, e.v.Namespace)
+		vp, vs := r.Config.Classes[e.v.Class].Priority, shares[e.v.Namespace]
 		if vp > prio || (vp == prio && (vs < share || (vs == share && !e.v.QueuedAt.After(j.QueuedAt)))) {
 			overall++
 			if e.v.Namespace == j.Namespace {
@@ -174,13 +222,4 @@ func (r *Reconciler) position(j *engine.Job, class string) (overall, tenant, tot
 		}
 	}
 	return overall, tenant, total
-}
-
-func shareOf(p *engine.Plan, ns string) float64 {
-	for _, t := range p.Tenants {
-		if t.Namespace == ns {
-			return t.DominantShare
-		}
-	}
-	return 0
 }

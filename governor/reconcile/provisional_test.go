@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // TestReadYourWrites: a job the proxy holds is in the queue at once, at
@@ -66,6 +68,56 @@ func TestProvisionalInsertRenumbers(t *testing.T) {
 	must.Eq(t, 3, pl.Queue[2].Position)
 	must.NotNil(t, m.Verdicts["a/new"])
 	must.Nil(t, pl.Verdicts["a/new"])
+}
+
+// TestProvisionalMergeMany: several held entries merge in one pass, each
+// at its answered position (a tie: the later answer first; a position
+// past the end: last); positions and tenant positions run 1..n; admitted
+// entries add to usage; every queued job's verdict is its shifted queue
+// entry; the shared plan is untouched.
+func TestProvisionalMergeMany(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	pl := &engine.Plan{Verdicts: map[string]*engine.Verdict{}, Tenants: []engine.TenantStatus{
+		{Tenant: named("a"), Queued: 2, Usage: quota.Vector{"gpu": 1}}, {Tenant: named("b"), Queued: 2}}}
+	for i, id := range []string{"a/1", "b/2", "a/3", "b/4"} {
+		ns, job, _ := strings.Cut(id, "/")
+		v := engine.Verdict{Namespace: ns, JobID: job, Position: i + 1, TenantPosition: i/2 + 1}
+		pl.Queue = append(pl.Queue, v)
+		pl.Verdicts[id] = &pl.Queue[i]
+	}
+	held := func(ns, id string, pos, sec int) provEntry {
+		return provEntry{at: at.Add(time.Duration(sec) * time.Second), v: engine.Verdict{Namespace: ns, JobID: id, Position: pos}}
+	}
+	p := provisional{entries: map[string]provEntry{
+		"b/x":    held("b", "x", 1, 0),
+		"a/y":    held("a", "y", 3, 1),
+		"a/z":    held("a", "z", 3, 2), // answered after y, at the same position: ahead of y
+		"b/far":  held("b", "far", 99, 3),
+		"a/runs": {admitted: true, at: at, use: quota.Vector{"gpu": 2}, v: engine.Verdict{Namespace: "a", JobID: "runs"}},
+	}}
+	m := p.merge(pl)
+	var got []string
+	tenantPos := map[string]int{}
+	for i, v := range m.Queue {
+		got = append(got, v.Namespace+"/"+v.JobID)
+		tenantPos[v.Namespace]++
+		must.Eq(t, i+1, v.Position)
+		must.Eq(t, tenantPos[v.Namespace], v.TenantPosition)
+		must.Eq(t, &m.Queue[i], m.Verdicts[v.Namespace+"/"+v.JobID], must.Sprint("why shows the queue's position"))
+	}
+	must.Eq(t, []string{"b/x", "a/1", "a/z", "a/y", "b/2", "a/3", "b/4", "b/far"}, got)
+	must.Eq(t, 4, m.Tenants[0].Queued)
+	must.Eq(t, 4, m.Tenants[1].Queued)
+	must.Eq(t, 3, m.Tenants[0].Usage["gpu"])
+	must.Eq(t, 1, pl.Tenants[0].Usage["gpu"], must.Sprint("the shared plan's usage is not changed"))
+	must.Eq(t, 2, pl.Tenants[0].Queued)
+	must.SliceLen(t, 4, pl.Queue)
+	must.Eq(t, 2, pl.Verdicts["b/2"].Position)
+	must.Nil(t, pl.Verdicts["b/x"])
+}
+
+func named(ns string) engine.Tenant {
+	return engine.Tenant{Tenant: quota.Tenant{Namespace: ns}}
 }
 
 // blockingJobs is a job API whose writes wait until release is closed.
