@@ -26,7 +26,7 @@ func (r *Reconciler) reserveAdmits(snap *engine.Snapshot, plan *engine.Plan) map
 		pending[key] = pendingAdmit{ns: j.Namespace, id: j.ID, prev: r.Store.PutEngineJob(&admitted)}
 	}
 	if len(pending) > 0 {
-		r.base = nil
+		r.dropBase()
 	}
 	return pending
 }
@@ -45,7 +45,7 @@ func (r *Reconciler) releaseUnapplied(pending map[string]pendingAdmit, res actua
 			continue
 		}
 		r.Store.RestoreEngineJob(key, p.prev)
-		r.base = nil
+		r.dropBase()
 	}
 }
 

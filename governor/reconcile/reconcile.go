@@ -39,6 +39,9 @@ type Reconciler struct {
 	// are reserved in the store first, see Cycle).
 	cycleMu sync.Mutex
 	mu      sync.Mutex
+	// baseMu guards base, baseGen and baseAt (taken after mu when both
+	// are: a submission that will be held decides without mu).
+	baseMu sync.Mutex
 	// base is the accounted state proxy admissions are decided against,
 	// valid while the store's Gen is baseGen and for at most baseTTL.
 	base    *engine.Base
@@ -220,13 +223,29 @@ type Verdict struct {
 // pool, from the latest plan, stops the job. Its queue position comes from
 // the latest plan too. A submission's cost is thus independent of the
 // queue's length.
+//
+// While a cycle decides (it holds the admission lock), a submission that
+// will be held does not wait for it: it is decided without the lock and
+// without reserving anything, since a held job promises no capacity. One
+// that would be admitted waits for the lock and is decided again under it.
 func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
-	r.mu.Lock()
+	if !r.mu.TryLock() {
+		r.baseMu.Lock()
+		v := r.evaluate(j, false)
+		r.baseMu.Unlock()
+		if !v.Admitted {
+			return r.held(j, v)
+		}
+		r.mu.Lock()
+	}
 	defer r.mu.Unlock()
+	// baseMu from the decision to the reservation: a base rebuilt between
+	// them would lack this job's usage yet pass for holding it.
+	r.baseMu.Lock()
 	v := r.evaluate(j, true)
 	if !v.Admitted {
-		r.addProvisional(j, v)
-		return v, func() { r.dropProvisional(j.Key()) }
+		r.baseMu.Unlock()
+		return r.held(j, v)
 	}
 	r.addProvisional(j, v)
 	held := *j
@@ -238,13 +257,28 @@ func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 	} else {
 		r.base = nil // something else changed meanwhile
 	}
+	r.baseMu.Unlock()
 	return v, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.base = nil
+		r.dropBase()
 		r.Store.RestoreEngineJob(held.Key(), prev)
 		r.dropProvisional(held.Key())
 	}
+}
+
+// held records the proxy's hold of j (nothing reserved; undo forgets it).
+func (r *Reconciler) held(j *engine.Job, v Verdict) (Verdict, func()) {
+	r.addProvisional(j, v)
+	key := j.Key()
+	return v, func() { r.dropProvisional(key) }
+}
+
+// dropBase makes the next admission rebuild its accounted base.
+func (r *Reconciler) dropBase() {
+	r.baseMu.Lock()
+	r.base = nil
+	r.baseMu.Unlock()
 }
 
 // Evaluate decides about a job like Reserve but reserves nothing (plan
@@ -252,6 +286,8 @@ func (r *Reconciler) Reserve(j *engine.Job) (Verdict, func()) {
 func (r *Reconciler) Evaluate(j *engine.Job) Verdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.baseMu.Lock()
+	defer r.baseMu.Unlock()
 	return r.evaluate(j, false)
 }
 
@@ -260,7 +296,8 @@ func (r *Reconciler) Evaluate(j *engine.Job) Verdict {
 const baseTTL = time.Second
 
 // evaluate decides j against the cached base, rebuilding it when the
-// store changed; with commit an admitted job stays in the base. An update
+// store changed; with commit an admitted job stays in the base (baseMu
+// held). An update
 // of a job that is not held is decided against a one-off base without the
 // job's old version, and the cache is dropped.
 func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
@@ -284,7 +321,12 @@ func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 	if gen := r.Store.Gen(); r.base == nil || gen != r.baseGen || now.Sub(r.baseAt) > baseTTL {
 		r.base, r.baseGen, r.baseAt = engine.Prepare(r.Config, r.Store.Snapshot(now)), gen, now
 	}
-	return r.verdictOf(r.base.Decide(j, commit), j)
+	pv := r.base.Decide(j, commit)
+	v := r.verdictOf(pv, j)
+	if commit && pv.State == engine.Admitted && !v.Admitted {
+		r.base = nil // it kept the usage of a job a starving head holds back
+	}
+	return v
 }
 
 func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {

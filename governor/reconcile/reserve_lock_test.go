@@ -1,0 +1,70 @@
+package reconcile
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/engine"
+)
+
+// TestReserveHoldsWhileCycleDecides: while a cycle holds the admission
+// lock, a submission that will be held is answered at once (it promises
+// nothing) and is in the queue; one that would be admitted waits for the
+// lock and is decided again under it, so the capacity the cycle reserved
+// meanwhile is not promised twice.
+func TestReserveHoldsWhileCycleDecides(t *testing.T) {
+	r, _ := newReconciler(t)
+	r.Cycle(context.Background())
+	r.mu.Lock() // a cycle deciding
+	held := make(chan Verdict, 1)
+	go func() {
+		v, _ := r.Reserve(cluster.ConvertJob(gpuJob("big", 5, false)))
+		held <- v
+	}()
+	select {
+	case v := <-held:
+		must.False(t, v.Admitted)
+		must.Eq(t, 1, v.Position)
+	case <-time.After(10 * time.Second):
+		r.mu.Unlock()
+		t.Fatal("a submission to be held waited for the cycle")
+	}
+	must.Eq(t, "big", r.Latest().Queue[0].JobID, must.Sprint("read-your-writes"))
+
+	admitted := make(chan Verdict, 1)
+	go func() {
+		v, _ := r.Reserve(cluster.ConvertJob(gpuJob("small", 2, false)))
+		admitted <- v
+	}()
+	// The cycle admits a held job onto 3 of the 4 GPUs before letting go.
+	taken := cluster.ConvertJob(gpuJob("cycle", 3, false))
+	taken.State = engine.Admitted
+	r.Store.PutEngineJob(taken)
+	r.dropBase()
+	r.mu.Unlock()
+	select {
+	case v := <-admitted:
+		must.False(t, v.Admitted, must.Sprint("decided again under the lock: the cycle's admission counts"))
+		must.StrContains(t, v.Reason, "tenant ml uses 3 of quota 4")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the admission never got the lock")
+	}
+}
+
+// TestReserveStarvingHeadKeepsNothing: a job the base admits but a
+// starving head holds back leaves no usage in the cached base.
+func TestReserveStarvingHeadKeepsNothing(t *testing.T) {
+	r, _ := newReconciler(t)
+	r.Cycle(context.Background())
+	r.setLatest(&engine.Plan{Starving: map[string]string{"default": "ml/head"}}, &engine.Snapshot{})
+	v, _ := r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
+	must.False(t, v.Admitted)
+	must.StrContains(t, v.Reason, "waiting behind ml/head")
+	r.setLatest(&engine.Plan{}, &engine.Snapshot{}) // the head was admitted
+	v, _ = r.Reserve(cluster.ConvertJob(gpuJob("y", 4, false)))
+	must.True(t, v.Admitted, must.Sprintf("x, held, holds none of the 4 GPUs: %s", v.Reason))
+}
