@@ -177,10 +177,17 @@ func envInt(b *testing.B, name string, def int) int {
 // held) with the same registrations sent straight to Nomad (namespace
 // "plain", not governed), 8 at a time, into a node pool without nodes.
 // Reported: jobs/s each way and their ratio (proxy ÷ direct). Run with
-// -benchtime 1x. ALLOT_THROUGHPUT_JOBS sets the jobs per side (400);
+// -benchtime 1x. Also reported: the governor's CPU time per proxied job
+// (process CPU over the proxy side). ALLOT_THROUGHPUT_JOBS sets the jobs
+// per side (400);
 // ALLOT_THROUGHPUT_BACKLOG fills the governor's queue first with that many
 // held jobs through the proxy (0), waiting until the governor's queue
 // lists them all, so the timed submissions meet a long queue.
+// ALLOT_THROUGHPUT_SETTLE (any value) waits before each side until Nomad
+// has no pending evaluation: without it the proxy side runs while Nomad
+// still schedules the direct side's jobs (each gets a blocked evaluation,
+// which also moves the governor's store generation and so rebuilds its
+// admission base).
 func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	inv, err := filepath.Abs("../../device-plugin/inventory/examples/dev-node.hcl")
 	if err != nil {
@@ -205,21 +212,32 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 		fillNS(b, proxy, "team", "q", n)
 		waitQueued(b, c, g.Addr, n)
 	}
+	settle := os.Getenv("ALLOT_THROUGHPUT_SETTLE") != ""
 	b.ResetTimer()
 	var ratio, viaProxy, viaNomad float64
+	var cpu time.Duration
 	for i := 0; i < b.N; i++ {
+		if settle {
+			waitEvaluated(b, c)
+		}
 		start := time.Now()
 		fillNS(b, direct, "plain", fmt.Sprintf("d%d", i), jobs)
 		viaNomad = float64(jobs) / time.Since(start).Seconds()
+		if settle {
+			waitEvaluated(b, c)
+		}
+		cpu0 := procCPU(b, g.PID())
 		start = time.Now()
 		fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), jobs)
 		viaProxy = float64(jobs) / time.Since(start).Seconds()
+		cpu = procCPU(b, g.PID()) - cpu0
 		ratio = viaProxy / viaNomad
 	}
 	b.StopTimer()
 	b.ReportMetric(viaNomad, "direct-jobs/s")
 	b.ReportMetric(viaProxy, "proxy-jobs/s")
 	b.ReportMetric(ratio, "proxy/direct")
+	b.ReportMetric(ms(cpu)/float64(jobs), "governor-cpu-ms/job")
 	if path := os.Getenv("ALLOT_PROXY_CPUPROFILE"); path != "" {
 		profileProxy(b, g.Addr, proxy, path)
 	}
@@ -322,6 +340,21 @@ func waitQueued(b *testing.B, c *testcluster.Cluster, addr string, n int) {
 		}
 		if q.Total < n {
 			return fmt.Errorf("%d of %d jobs queued", q.Total, n)
+		}
+		return nil
+	})
+}
+
+// waitEvaluated waits until Nomad holds no pending evaluation (every job
+// registered so far has been through its scheduler).
+func waitEvaluated(b *testing.B, c *testcluster.Cluster) {
+	c.Eventually(5*time.Minute, "Nomad evaluated every job", func() error {
+		evals, _, err := c.API.Evaluations().List(&api.QueryOptions{Namespace: "*", Filter: `Status == "pending"`, PerPage: 1})
+		if err != nil {
+			return err
+		}
+		if len(evals) > 0 {
+			return fmt.Errorf("evaluation %s of %s/%s pending", evals[0].ID, evals[0].Namespace, evals[0].JobID)
 		}
 		return nil
 	})
