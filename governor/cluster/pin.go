@@ -51,24 +51,40 @@ const (
 
 // noPin reports whether the governor must never pin j: spread blocks (job
 // or group), distinct_hosts or distinct_property constraints (job, group
-// or task), which the engine's fit does not model; and periodic and
+// or task), which the engine's fit does not model; affinities (job, group,
+// task or device), the user's placement preferences, which a pin to the
+// nodes the engine packed the job onto would override; and periodic and
 // parameterized parents, whose children inherit the parent's
 // constraints, so a pinned parent would pin every child.
 func noPin(j *api.Job) bool {
-	if j.IsPeriodic() || j.IsParameterized() || len(j.Spreads) > 0 || distinct(j.Constraints) {
+	if j.IsPeriodic() || j.IsParameterized() || len(j.Spreads) > 0 || len(j.Affinities) > 0 || distinct(j.Constraints) {
 		return true
 	}
 	for _, tg := range j.TaskGroups {
 		if tg == nil {
 			continue
 		}
-		if len(tg.Spreads) > 0 || distinct(tg.Constraints) {
+		if len(tg.Spreads) > 0 || len(tg.Affinities) > 0 || distinct(tg.Constraints) {
 			return true
 		}
 		for _, t := range tg.Tasks {
-			if t != nil && distinct(t.Constraints) {
+			if t != nil && (distinct(t.Constraints) || len(t.Affinities) > 0 || deviceAffinities(t.Resources)) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// deviceAffinities reports whether a task's device requests state
+// affinities (which device model or node to prefer).
+func deviceAffinities(r *api.Resources) bool {
+	if r == nil {
+		return false
+	}
+	for _, d := range r.Devices {
+		if d != nil && len(d.Affinities) > 0 {
+			return true
 		}
 	}
 	return false

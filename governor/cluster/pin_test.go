@@ -102,6 +102,7 @@ func TestNoPin(t *testing.T) {
 	distinctHosts := &api.Constraint{Operand: "distinct_hosts", RTarget: "true"}
 	distinctProp := &api.Constraint{LTarget: "${meta.rack}", Operand: "distinct_property", RTarget: "1"}
 	spread := &api.Spread{Attribute: "${node.datacenter}"}
+	affinity := &api.Affinity{LTarget: "${node.class}", Operand: "=", RTarget: "big", Weight: pointerTo(int8(50))}
 	cases := map[string]struct {
 		edit func(j *api.Job)
 		want bool
@@ -113,8 +114,18 @@ func TestNoPin(t *testing.T) {
 		"job distinct_hosts":           {func(j *api.Job) { j.Constraints = []*api.Constraint{distinctHosts} }, true},
 		"group distinct_property":      {func(j *api.Job) { j.TaskGroups[0].Constraints = []*api.Constraint{distinctProp} }, true},
 		"task distinct_hosts":          {func(j *api.Job) { j.TaskGroups[0].Tasks[0].Constraints = []*api.Constraint{distinctHosts} }, true},
-		"periodic parent":              {func(j *api.Job) { j.Periodic = &api.PeriodicConfig{Spec: pointerTo("* * * * *")} }, true},
-		"parameterized parent":         {func(j *api.Job) { j.ParameterizedJob = &api.ParameterizedJobConfig{} }, true},
+		"job affinity":                 {func(j *api.Job) { j.Affinities = []*api.Affinity{affinity} }, true},
+		"group affinity":               {func(j *api.Job) { j.TaskGroups[0].Affinities = []*api.Affinity{affinity} }, true},
+		"task affinity":                {func(j *api.Job) { j.TaskGroups[0].Tasks[0].Affinities = []*api.Affinity{affinity} }, true},
+		"device affinity": {func(j *api.Job) {
+			j.TaskGroups[0].Tasks[0].Resources = &api.Resources{Devices: []*api.RequestedDevice{
+				{Name: "nvidia/gpu", Count: pointerTo(uint64(1)), Affinities: []*api.Affinity{affinity}}}}
+		}, true},
+		"a device without affinity": {func(j *api.Job) {
+			j.TaskGroups[0].Tasks[0].Resources = &api.Resources{Devices: []*api.RequestedDevice{{Name: "nvidia/gpu", Count: pointerTo(uint64(1))}}}
+		}, false},
+		"periodic parent":      {func(j *api.Job) { j.Periodic = &api.PeriodicConfig{Spec: pointerTo("* * * * *")} }, true},
+		"parameterized parent": {func(j *api.Job) { j.ParameterizedJob = &api.ParameterizedJobConfig{} }, true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -29,9 +29,10 @@ type wireJob struct {
 	*api.Job
 	TaskGroups []*wireGroup
 
-	Affinities, Update, Multiregion, Reschedule, Migrate, Payload skipped
-	// Spreads keeps only whether there are any (engine.Job.NoPin).
-	Spreads presence
+	Update, Multiregion, Reschedule, Migrate, Payload skipped
+	// Spreads and Affinities keep only whether there are any
+	// (engine.Job.NoPin).
+	Spreads, Affinities presence
 }
 
 type wireGroup struct {
@@ -40,10 +41,11 @@ type wireGroup struct {
 	// Scaling keeps only its bounds: a group without count runs min.
 	Scaling *wireScaling
 
-	Affinities, Volumes, RestartPolicy, ReschedulePolicy, EphemeralDisk skipped
-	Update, Migrate, Networks, Consul                                   skipped
-	// Spreads keeps only whether there are any (engine.Job.NoPin).
-	Spreads presence
+	Volumes, RestartPolicy, ReschedulePolicy, EphemeralDisk skipped
+	Update, Migrate, Networks, Consul                       skipped
+	// Spreads and Affinities keep only whether there are any
+	// (engine.Job.NoPin).
+	Spreads, Affinities presence
 	// Services keeps only providers (wire_token.go).
 	Services []wireService
 }
@@ -60,9 +62,12 @@ type wireTask struct {
 	Vault, Templates presence
 	Services         []wireService
 
-	Lifecycle, Config, Affinities, Env, RestartPolicy, LogConfig skipped
-	Artifacts, DispatchPayload, VolumeMounts                     skipped
-	CSIPluginConfig, ScalingPolicies, Identity                   skipped
+	// Affinities keeps only whether there are any (engine.Job.NoPin).
+	Affinities presence
+
+	Lifecycle, Config, Env, RestartPolicy, LogConfig skipped
+	Artifacts, DispatchPayload, VolumeMounts         skipped
+	CSIPluginConfig, ScalingPolicies, Identity       skipped
 }
 
 // job returns the decoded api.Job (nil for a JSON null).
@@ -74,7 +79,7 @@ func (w *wireJob) job() *api.Job {
 	if j == nil {
 		j = &api.Job{}
 	}
-	j.TaskGroups, j.Spreads = nil, spreadsIf(w.Spreads)
+	j.TaskGroups, j.Spreads, j.Affinities = nil, spreadsIf(w.Spreads), affinitiesIf(w.Affinities)
 	if w.TaskGroups != nil {
 		j.TaskGroups = make([]*api.TaskGroup, 0, len(w.TaskGroups))
 	}
@@ -86,7 +91,7 @@ func (w *wireJob) job() *api.Job {
 		if tg == nil {
 			tg = &api.TaskGroup{}
 		}
-		tg.Tasks, tg.Scaling, tg.Spreads = nil, nil, spreadsIf(g.Spreads)
+		tg.Tasks, tg.Scaling, tg.Spreads, tg.Affinities = nil, nil, spreadsIf(g.Spreads), affinitiesIf(g.Affinities)
 		tg.Services = services(g.Services)
 		if g.Scaling != nil {
 			tg.Scaling = &api.ScalingPolicy{Min: g.Scaling.Min, Max: g.Scaling.Max}
@@ -101,6 +106,7 @@ func (w *wireJob) job() *api.Job {
 				tg.Tasks = append(tg.Tasks, &api.Task{})
 			default:
 				t.keepTokenParts()
+				t.Task.Affinities = affinitiesIf(t.Affinities)
 				tg.Tasks = append(tg.Tasks, t.Task)
 			}
 		}
@@ -116,6 +122,15 @@ func spreadsIf(p presence) []*api.Spread {
 		return nil
 	}
 	return []*api.Spread{{}}
+}
+
+// affinitiesIf is a placeholder affinity when some were present: the
+// governor reads only whether a job states placement preferences.
+func affinitiesIf(p presence) []*api.Affinity {
+	if !p {
+		return nil
+	}
+	return []*api.Affinity{{}}
 }
 
 // DecodeJob decodes a job's JSON with what the governor reads of it (see
