@@ -75,9 +75,10 @@ type Job struct {
 	// Pinned marks a job whose stored version carries the governor's
 	// placement pin (the verified record says so; Decision.Nodes).
 	Pinned bool
-	// NoPin marks a job with placement rules the engine does not model
-	// (spread blocks, distinct_hosts, distinct_property): the engine
-	// never pins it, Nomad places it as it likes.
+	// NoPin marks a job with placement rules or preferences the engine
+	// does not model (spread blocks, affinities, distinct_hosts,
+	// distinct_property): the engine never pins it, Nomad places it as
+	// it likes.
 	NoPin bool
 	// AdmittedAt is allot.admitted-at; the gang timeout counts from it.
 	AdmittedAt time.Time
