@@ -77,7 +77,7 @@ func (s *sim) requeue(j *jobRun) {
 		s.stopAlloc(j.allocs[len(j.allocs)-1])
 	}
 	j.pending = j.pending[:0]
-	j.pin = nil
+	clearPin(j)
 	for i, b := range s.blocked {
 		if b == j {
 			s.blocked = append(s.blocked[:i], s.blocked[i+1:]...)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/allot-sh/allot/governor/engine"
 )
@@ -12,15 +13,31 @@ import (
 // only on those nodes, with its usual placement model among them (random
 // order, the first 2 feasible, binpack). A pinned job Nomad cannot
 // place gets Unpin: the pin goes and Nomad retries it on every node.
+//
+// The engine reads the pin back as the real governor does: governor/cluster
+// converts the stored job with the pin constraint among its group's
+// constraints, so the engine reserves a pinned job's unplaced allocations
+// on its pinned nodes only. engineJob carries the same constraint while
+// the job is pinned (pinState); a requeue and an unpin remove it.
+
+// The pin constraint as governor/jobmeta writes it (PinTarget,
+// PinOperand; the simulator does not import jobmeta, TestPinConstraint
+// checks they agree): the RTarget is the sorted, distinct node IDs,
+// comma-separated.
+const (
+	pinTarget  = "${node.unique.id}"
+	pinOperand = "set_contains_any"
+)
 
 // setPin records d.Nodes as j's pin: per group index, the sorted indices
 // of its pinned nodes; nil when the decision carries none.
 func (s *sim) setPin(j *jobRun, nodes map[string][]string) {
-	j.pin = nil
+	clearPin(j)
 	if len(nodes) == 0 {
 		return
 	}
 	j.pin = make([][]int, len(j.w.Groups))
+	j.pinCons = make([][]engine.Constraint, len(j.w.Groups))
 	for gi, g := range j.w.Groups {
 		ids, ok := nodes[g.Name]
 		if !ok {
@@ -28,14 +45,33 @@ func (s *sim) setPin(j *jobRun, nodes map[string][]string) {
 			continue
 		}
 		idx := make([]int, 0, len(ids))
+		known := make([]string, 0, len(ids))
 		for _, id := range ids {
-			if i, ok := s.nodeIdx[id]; ok {
+			if i, ok := s.nodeIdx[id]; ok && !containsID(known, id) {
 				idx = append(idx, i)
+				known = append(known, id)
 			}
 		}
 		sort.Ints(idx)
+		sort.Strings(known)
 		j.pin[gi] = idx
+		j.pinCons[gi] = []engine.Constraint{{LTarget: pinTarget, Operand: pinOperand, RTarget: strings.Join(known, ",")}}
 	}
+}
+
+// clearPin removes j's pin and its constraints (a requeue, an unpin).
+func clearPin(j *jobRun) {
+	j.pin, j.pinCons = nil, nil
+}
+
+// containsID tells whether ids holds id (a pin is short).
+func containsID(ids []string, id string) bool {
+	for _, s := range ids {
+		if s == id {
+			return true
+		}
+	}
+	return false
 }
 
 // candsFor restricts cands (nil: every node) to the nodes group gi of j
@@ -71,7 +107,7 @@ func (s *sim) unpin(j *jobRun) {
 	if j.pin == nil {
 		return
 	}
-	j.pin = nil
+	clearPin(j)
 	s.m.unpins++
 	if len(j.pending) > 0 {
 		s.evaluate(j, nil)
@@ -82,10 +118,20 @@ func (s *sim) unpin(j *jobRun) {
 }
 
 // pinState sets what the engine reads about j's pin: Pinned while it has
-// one, Blocked while Nomad could not place all of an admitted job.
+// one, Blocked while Nomad could not place all of an admitted job, and
+// each group's constraints: the pin constraint while the group is pinned,
+// none otherwise (the simulated workload's groups have no constraints of
+// their own; the real governor appends the pin after the user's).
 func pinState(ej *engine.Job, j *jobRun) {
 	ej.Pinned = j.pin != nil
 	ej.Blocked = j.admitted && len(j.pending) > 0
+	for gi := range ej.Groups {
+		var cons []engine.Constraint
+		if j.pinCons != nil {
+			cons = j.pinCons[gi]
+		}
+		ej.Groups[gi].Constraints = cons
+	}
 }
 
 func minInt(a, b int) int {

@@ -76,6 +76,9 @@ type jobRun struct {
 	// pinned the admitted job to (nil: not pinned; a nil group places
 	// anywhere), pin.go.
 	pin [][]int
+	// pinCons holds, per group, the constraint the governor writes for
+	// the group's pin, which the engine reads back (nil: none), pin.go.
+	pinCons [][]engine.Constraint
 }
 
 func (j *jobRun) key() string { return j.w.Tenant + "/" + j.w.ID }
