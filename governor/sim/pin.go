@@ -21,9 +21,9 @@ import (
 // the job is pinned (pinState); a requeue and an unpin remove it.
 
 // The pin constraint as governor/jobmeta writes it (PinTarget,
-// PinOperand; the simulator does not import jobmeta, TestPinConstraint
-// checks they agree): the RTarget is the sorted, distinct node IDs,
-// comma-separated.
+// PinOperand; the simulator does not import jobmeta,
+// TestPinConstraintAsTheGovernorWritesIt checks they agree): the RTarget
+// is the sorted, distinct node IDs, comma-separated.
 const (
 	pinTarget  = "${node.unique.id}"
 	pinOperand = "set_contains_any"
@@ -51,6 +51,10 @@ func (s *sim) setPin(j *jobRun, nodes map[string][]string) {
 				idx = append(idx, i)
 				known = append(known, id)
 			}
+		}
+		if len(known) == 0 {
+			// As jobmeta.NewPin: a group left without IDs is not pinned.
+			continue
 		}
 		sort.Ints(idx)
 		sort.Strings(known)

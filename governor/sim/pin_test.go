@@ -88,7 +88,9 @@ func TestPinConstraintAsTheGovernorWritesIt(t *testing.T) {
 	j := s.jobs[0]
 	// Unsorted, repeated and unknown IDs, as the engine never sends them:
 	// the constraint names the known nodes once, sorted.
-	nodes := map[string][]string{"train": {s.nodes[3].n.ID, s.nodes[1].n.ID, s.nodes[3].n.ID, "no-such-node"}}
+	// A group left without known IDs is not pinned, as jobmeta.NewPin.
+	nodes := map[string][]string{"train": {s.nodes[3].n.ID, s.nodes[1].n.ID, s.nodes[3].n.ID, "no-such-node"},
+		"eval": {"no-such-node"}}
 	want := jobmeta.NewPin(map[string][]string{"train": {s.nodes[3].n.ID, s.nodes[1].n.ID}})
 
 	for name, clear := range map[string]func(){
@@ -103,6 +105,7 @@ func TestPinConstraintAsTheGovernorWritesIt(t *testing.T) {
 			must.Eq(t, []engine.Constraint{{LTarget: jobmeta.PinTarget, Operand: jobmeta.PinOperand, RTarget: want["train"]}},
 				ej.Groups[0].Constraints)
 			must.SliceEmpty(t, ej.Groups[1].Constraints, must.Sprint("group without a pin"))
+			must.Nil(t, j.pin[1], must.Sprint("group without a pin places anywhere"))
 
 			clear()
 			ej = s.engineJob(j)
