@@ -31,6 +31,9 @@ type Metrics struct {
 	// LostWork sums the work victims lost: per allocation, the time since
 	// its last checkpoint (or start).
 	LostWork prometheus.Counter
+	// Unpinned counts applied unpins (pinned, admitted jobs Nomad could
+	// not place, rewritten without their placement pin), by namespace.
+	Unpinned *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -66,9 +69,11 @@ func New() *Metrics {
 			Help: "Victim jobs preempted and requeued, by reason (reclaim, priority)."}, []string{"reason"}),
 		LostWork: prometheus.NewCounter(prometheus.CounterOpts{Name: "allot_lost_work_seconds_total",
 			Help: "Work lost by preemption: per victim allocation, seconds since its last checkpoint (or start)."}),
+		Unpinned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_unpinned_jobs_total",
+			Help: "Pinned, admitted jobs Nomad could not place, rewritten without their placement pin, by namespace."}, []string{"namespace"}),
 	}
 	m.Registry.MustRegister(m.Pending, m.AdmittedTotal, m.HeldTotal, m.AdmissionWait, m.Quota, m.Usage, m.QuotaErrors,
-		m.CycleSeconds, m.Conflicts, m.ActuateErrors, m.Resyncs, m.Submissions, m.Preemptions, m.LostWork,
+		m.CycleSeconds, m.Conflicts, m.ActuateErrors, m.Resyncs, m.Submissions, m.Preemptions, m.LostWork, m.Unpinned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

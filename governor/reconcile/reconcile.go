@@ -136,6 +136,8 @@ func (r *Reconciler) observeResult(plan *engine.Plan, res actuate.Result) {
 			r.Metrics.HeldTotal.WithLabelValues(d.Namespace, "direct").Inc()
 		case engine.Requeue:
 			r.observeRequeue(d)
+		case engine.Unpin:
+			r.Metrics.Unpinned.WithLabelValues(d.Namespace).Inc()
 		}
 	}
 }
