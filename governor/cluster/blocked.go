@@ -18,7 +18,15 @@ import (
 // the job is placed, or "canceled" when a newer one replaces it. Only
 // evaluations for the job's current version count (blockedAt).
 
-// noteEval records evaluation ev's status (s.mu held).
+// noteEval records evaluation ev's status (s.mu held). It does not move
+// the store's generation (Gen): Blocked is read by the cycle, from every
+// Snapshot (blockedAt), and a blocked evaluation changes no accounting
+// (the job keeps its reservation, nodes and allocations are what they
+// were), so the proxy's admission base built from an earlier Snapshot
+// stays valid. Moving Gen here made a burst of blocked evaluations (each
+// job registered straight to Nomad into a full pool gets one) rebuild
+// that base on every proxied admission. The event's frame still signals
+// Changed, so a cycle sees the evaluation.
 func (s *Store) noteEval(ev *api.Evaluation) {
 	if ev == nil || ev.ID == "" {
 		return
@@ -28,9 +36,6 @@ func (s *Store) noteEval(ev *api.Evaluation) {
 		if s.blocked[key] == nil {
 			s.blocked[key] = map[string]uint64{}
 		}
-		if _, ok := s.blocked[key][ev.ID]; !ok {
-			s.gen++
-		}
 		s.blocked[key][ev.ID] = ev.JobModifyIndex
 		return
 	}
@@ -39,7 +44,6 @@ func (s *Store) noteEval(ev *api.Evaluation) {
 		if len(s.blocked[key]) == 0 {
 			delete(s.blocked, key)
 		}
-		s.gen++
 	}
 }
 

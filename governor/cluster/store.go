@@ -46,7 +46,8 @@ type Store struct {
 	index    uint64
 	synced   bool
 	nsLoaded bool
-	// gen counts changes to anything but held jobs (see Gen).
+	// gen counts changes to anything but held jobs and blocked
+	// evaluations (see Gen).
 	gen     uint64
 	book    *quota.Book
 	governs func(ns string) bool
@@ -229,7 +230,10 @@ func (s *Store) putConverted(c *engine.Job, force bool) {
 
 // Gen counts changes of nodes, allocations, namespaces and jobs that are
 // not held. Held jobs hold nothing, so what the proxy accounts for a
-// submission (engine.Base) stays valid while Gen does not move.
+// submission (engine.Base) stays valid while Gen does not move. Nomad's
+// blocked evaluations do not move it either (noteEval): they change a
+// job's Blocked, which only cycles read (every Snapshot computes it), not
+// what the job reserves.
 func (s *Store) Gen() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
