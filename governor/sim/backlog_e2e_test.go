@@ -185,9 +185,9 @@ func envInt(b *testing.B, name string, def int) int {
 // lists them all, so the timed submissions meet a long queue.
 // ALLOT_THROUGHPUT_SETTLE (any value) waits before each side until Nomad
 // has no pending evaluation: without it the proxy side runs while Nomad
-// still schedules the direct side's jobs (each gets a blocked evaluation,
-// which also moves the governor's store generation and so rebuilds its
-// admission base).
+// still schedules the direct side's jobs (each gets a blocked evaluation;
+// before bab0e85 each also moved the governor's store generation and
+// so rebuilt its admission base).
 func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	inv, err := filepath.Abs("../../device-plugin/inventory/examples/dev-node.hcl")
 	if err != nil {
