@@ -22,7 +22,7 @@ func convertJob(j *api.Job, rec jobmeta.Record, tokens jobmeta.Tokens) *engine.J
 	out := &engine.Job{
 		Namespace:   str(j.Namespace, api.DefaultNamespace),
 		ID:          str(j.ID, ""),
-		Class:       j.Meta[jobmeta.Class],
+		Class:       className(j.Meta[jobmeta.Class]),
 		State:       jobState(j, rec),
 		Version:     u64(j.JobModifyIndex),
 		Dead:        dead(j),

@@ -59,19 +59,39 @@ func applyRecord(out *engine.Job, j *api.Job, rec jobmeta.Record) {
 	out.MaxRuntime, out.MaxRuntimeErr = maxRuntime(j.Meta[jobmeta.MaxRuntime])
 }
 
+// MaxRuntimeLimit is the longest allot.max-runtime the governor accepts
+// (365 days). A longer value is reported like a malformed one: the
+// engine's reservations count on the limit, and a limit of centuries
+// promises nothing.
+const MaxRuntimeLimit = 365 * 24 * time.Hour
+
 // maxRuntime reads allot.max-runtime ("4h", "90m"): zero when unset; a
-// value that is not a positive duration is reported, never guessed.
+// value that is not a positive duration of at most MaxRuntimeLimit is
+// reported, never guessed. The report quotes the value bounded
+// (jobmeta.Quote): it reaches verdicts, decisions, the log and the
+// console.
 func maxRuntime(v string) (time.Duration, string) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, ""
 	}
 	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Sprintf("%q is not a positive duration (e.g. \"4h\", \"90m\")", v)
+	if err != nil || d <= 0 || d > MaxRuntimeLimit {
+		return 0, fmt.Sprintf("%s is not a positive duration of at most %s (e.g. \"4h\", \"90m\")",
+			jobmeta.Quote(v), maxRuntimeLimitText)
 	}
 	return d, ""
 }
+
+// maxRuntimeLimitText is MaxRuntimeLimit as the report spells it.
+const maxRuntimeLimitText = "8760h"
+
+// className is allot.class as the engine reads it: cut to
+// jobmeta.MaxShown characters (marked "…") when longer, so a hostile
+// class name is never repeated whole in a verdict, the queue or the
+// decisions. No class of the governor's config is that long in
+// practice; a cut name is an unknown class.
+func className(v string) string { return jobmeta.Shown(v) }
 
 // RecordOf is the verified governor record the store's job j was
 // converted from: the "previous record" a writer carries over (the proxy
