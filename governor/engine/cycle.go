@@ -18,6 +18,10 @@ type cycle struct {
 	starving map[string]*Job // node pool → starving queue head
 	// reserved holds the starving heads' reservations by node pool.
 	reserved map[string]*reservation
+	// borrowHolds holds each cohort's borrow hold (borrowhold.go).
+	borrowHolds map[*cohort]*borrowHold
+	// starvedHeads marks the cohorts' starved heads (borrowhold.go).
+	starvedHeads map[*Job]bool
 	// byKey indexes jobs by "namespace/id" (built on first use).
 	byKey map[string]*Job
 	// cluster is clusterVector's result (built on first use): the

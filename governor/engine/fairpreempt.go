@@ -41,6 +41,10 @@ type fairPreemption struct {
 	prio    int
 	after   float64 // the preemptor's tenant's share after admitting j
 	cluster quota.Vector
+	// head: the preemptor is its cohort's starved head (borrowhold.go):
+	// victims' tenants need only keep their nominal quota after losing
+	// them, not a share above the preemptor's.
+	head bool
 }
 
 // newFairPreemption returns the fairness rule for a preemptor of tenant
@@ -59,9 +63,25 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 // tenant whose preemptions requeued its jobs within reclaimWindow, and a
 // job that started within FairMinRun is no fairness victim.
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
-	return v.acct != f.acct && v.prio <= f.prio && v.lost <= FairLostWork && v.acct.aboveNominal(req) &&
-		!f.lostTo[v.acct.t.Namespace] && f.now.Sub(v.newest) >= FairMinRun &&
-		shareOf(v.acct, f.cluster, v.use, -1) >= f.after+FairShareGap
+	if v.acct == f.acct || v.prio > f.prio || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
+		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < FairMinRun {
+		return false
+	}
+	if f.head {
+		return v.acct.keepsNominal(v.use)
+	}
+	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+FairShareGap
+}
+
+// keepsNominal reports whether the tenant still uses at least its
+// nominal quota of every governed resource after losing use.
+func (a *account) keepsNominal(use quota.Vector) bool {
+	for r, n := range use {
+		if n > 0 && a.cohort.governed[r] && a.usage[r]-n < a.t.Quota[r] {
+			return false
+		}
+	}
+	return true
 }
 
 // lostTo returns the tenants whose preemptions requeued jobs of tenant ns
@@ -99,6 +119,12 @@ func (f *fairPreemption) allows(set []*victim) bool {
 		lose[v.acct].Add(v.use)
 	}
 	for a, use := range lose {
+		if f.head {
+			if !a.keepsNominal(use) {
+				return false
+			}
+			continue
+		}
 		if shareOf(a, f.cluster, use, -1) < f.after+FairShareGap {
 			return false
 		}

@@ -189,6 +189,9 @@ type Plan struct {
 	Starving map[string]string
 	// Reservations lists the starving heads' reservations.
 	Reservations []Reservation `json:",omitempty"`
+	// BorrowHolds lists the cohorts whose lending a starved head holds
+	// (borrowhold.go): no other job of the cohort may borrow.
+	BorrowHolds []BorrowHold `json:",omitempty"`
 	// Preemptions lists the preemptions this plan decides; their victims
 	// appear in Decisions as Requeue.
 	Preemptions []Preemption

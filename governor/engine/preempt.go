@@ -208,6 +208,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		return "", false
 	}
 	memoKey := j.Namespace + "\x00" + cy.className(j) + "\x00" + shapeKey(j, cy.missing(j))
+	if cy.starvedHeads[j] {
+		memoKey += "\x00head"
+	}
 	if ver, ok := cy.pre.failed[memoKey]; ok && ver == acct.cohort.version {
 		return "", false
 	}
@@ -241,6 +244,9 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	s.fair = nil
 	if !reclaim {
 		s.fair = cy.newFairPreemption(acct, s.req, prio)
+		if s.fair != nil && cy.starvedHeads[j] {
+			s.fair.head = true
+		}
 	}
 	var out []*victim
 	for _, v := range cy.pre.byCohort[acct.cohort] {

@@ -75,6 +75,7 @@ func (cy *cycle) admitQueue(q []*Job) {
 	for i, j := range q {
 		entries[i] = queueEntry{j: j, owed: cy.pre.owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
 	}
+	cy.findBorrowHolds(q)
 	walk := cy.newFairWalk(entries)
 	for j := walk.next(); j != nil; j = walk.next() {
 		acct := cy.accts[j.Namespace]
@@ -192,6 +193,9 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	if !checks[1].OK || !checks[2].OK {
 		return trim(checks)
 	}
+	if held := cy.checkBorrowHold(j, acct, checks[2]); held != nil {
+		return append(checks, *held)
+	}
 	var fit fitResult
 	if r := cy.reserved[j.Pool()]; r != nil && r.head != j {
 		order, bf := cy.checkBackfill(j, missing, shape, r)
@@ -271,15 +275,26 @@ func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
 func (cy *cycle) markStarving(j *Job, missing []int) {
 	pool := j.Pool()
 	if cy.starving[pool] == nil && cy.s.Now.Sub(j.QueuedAt) > cy.cfg.StarvationTimeout {
-		cy.starving[pool] = j
-		r := cy.reserveFor(j, missing)
-		cy.reserved[pool] = r
-		if cy.onStarve != nil {
-			cy.onStarve(j, r)
-		}
-		cy.plan.Reservations = append(cy.plan.Reservations, Reservation{Job: j.Key(), Pool: pool, Start: r.Start, Nodes: r.Nodes})
-		cy.starveVer++
+		cy.setStarving(j, cy.reserveFor(j, missing))
 	}
+}
+
+// setStarving makes j its pool's starving head with reservation r.
+func (cy *cycle) setStarving(j *Job, r *reservation) {
+	pool := j.Pool()
+	cy.starving[pool] = j
+	cy.reserved[pool] = r
+	if cy.onStarve != nil {
+		cy.onStarve(j, r)
+	}
+	keep := cy.plan.Reservations[:0]
+	for _, rv := range cy.plan.Reservations {
+		if rv.Pool != pool {
+			keep = append(keep, rv)
+		}
+	}
+	cy.plan.Reservations = append(keep, Reservation{Job: j.Key(), Pool: pool, Start: r.Start, Nodes: r.Nodes})
+	cy.starveVer++
 }
 
 // trim cuts checks after the first failure.

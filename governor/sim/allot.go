@@ -13,7 +13,11 @@ func (s *sim) cycle() {
 	s.dirty = false
 	s.m.lastCycle = s.now
 	s.m.cycles++
-	plan := engine.Decide(s.opts.Engine, s.snapshot())
+	snap := s.snapshot()
+	plan := engine.Decide(s.opts.Engine, snap)
+	if s.opts.OnCycle != nil {
+		s.opts.OnCycle(snap, plan)
+	}
 	byKey := map[string]*jobRun{}
 	for _, j := range s.held {
 		byKey[j.key()] = j

@@ -67,6 +67,9 @@ type Options struct {
 	PreemptRetry time.Duration
 	// Horizon ends the run; zero runs until every job has ended.
 	Horizon time.Duration
+	// OnCycle, when set, sees every allot cycle's snapshot and plan
+	// (measurements such as report's TestReservations; read only).
+	OnCycle func(snap *engine.Snapshot, plan *engine.Plan)
 }
 
 // DefaultEngine returns the engine configuration the governor runs with by

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"math/rand"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// borrowScene: on three 8-GPU nodes (nominal 8 each) tenant a uses 2
+// GPUs (share 0.25), c 6 and b 10 (it borrows 2); a's 8-GPU gang has
+// waited an hour and needs to borrow 2, which the cohort cannot lend
+// while b borrows. b's 2-GPU job on n3 ends in an hour (run time 2 h)
+// and last checkpointed lostMin minutes ago.
+func borrowScene(lostMin int) *scene {
+	now := t0.Add(10 * time.Second)
+	sc := threeTenants().run("a", "a1", "standard", "n1", 2, 60).run("c", "c1", "standard", "n1", 6, 60).
+		run("b", "b1", "standard", "n2", 8, 60).run("b", "b2", "standard", "n3", 2, lostMin)
+	sc.jobs[len(sc.jobs)-1].MaxRuntime = 2 * time.Hour
+	big := gpuJob("a", "big", "standard", 8)
+	big.QueuedAt = now.Add(-time.Hour)
+	slow := gpuJob("b", "slow", "standard", 2)
+	slow.QueuedAt, slow.MaxRuntime = now.Add(-30*time.Minute), 3*time.Hour
+	quick := gpuJob("b", "quick", "standard", 2)
+	quick.QueuedAt, quick.MaxRuntime = now.Add(-30*time.Minute), 30*time.Minute
+	own := gpuJob("c", "own", "standard", 1)
+	own.QueuedAt = now.Add(-30 * time.Minute)
+	return sc.queue(big).queue(slow).queue(quick).queue(own)
+}
+
+// TestBorrowHold: the starved head of the tenant below its nominal holds
+// the cohort's lending: a borrower that would outlive the hold's start
+// waits with an order check naming the head, one that ends before it
+// starts (backfill), and a tenant within its nominal is not held back.
+// Without the hold, b's slow job takes the free GPUs a's gang needs.
+func TestBorrowHold(t *testing.T) {
+	sc := borrowScene(60)
+	p := Decide(testConfig(), sc.snap())
+	must.Nil(t, victimsOf(p))
+	now := t0.Add(10 * time.Second)
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
+	must.StrContains(t, p.Verdicts["b/slow"].Reason, "whose lending is held for a/big")
+	must.StrContains(t, p.Verdicts["b/quick"].Reason, "admitted")
+	must.StrContains(t, p.Verdicts["c/own"].Reason, "admitted")
+	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
+
+	// A tenant at or above HoldShareMax of its nominal (6 of 8) holds nothing.
+	sc = borrowScene(60).run("a", "a2", "standard", "n3", 4, 60)
+	p = Decide(testConfig(), sc.snap())
+	must.Nil(t, p.BorrowHolds)
+	must.StrNotContains(t, p.Verdicts["b/slow"].Reason, "lending is held")
+}
+
+// TestStarvedHeadPreempts: the starved head may preempt a borrower's job
+// with a fresh checkpoint when the borrower keeps its nominal quota,
+// although the head's tenant's share after the gang (1.25) is above the
+// borrower's after (1.0), where plain fairness preemption refuses.
+func TestStarvedHeadPreempts(t *testing.T) {
+	p := Decide(testConfig(), borrowScene(5).snap())
+	must.Eq(t, []string{"b2<-a/big"}, victimsOf(p))
+	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
+}
+
+// TestReservationForTheMostStarved: two gangs starve; the walk meets b's
+// high-class gang first, but the pool's reservation goes to a's, whose
+// tenant has the lowest share (6 of 28 against b's 12 of 4).
+func TestReservationForTheMostStarved(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	sc := &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 28).Build(),
+		mkTenant("b").Quota("gpu", 4).Build(),
+	}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8)}}
+	sc.run("b", "b1", "standard", "n1", 8, 60).run("b", "b2", "standard", "n2", 4, 60).
+		run("a", "a1", "standard", "n2", 4, 60).run("a", "a2", "standard", "n3", 2, 60)
+	gang := mkJob("a", "gang").Class("standard").Pool("gpu").Count(2).Device("nvidia/gpu", 8).QueuedAt(now.Add(-time.Hour)).Build()
+	hgang := mkJob("b", "hgang").Class("high").Pool("gpu").Device("nvidia/gpu", 8).QueuedAt(now.Add(-time.Hour)).Build()
+	sc.queue(gang).queue(hgang)
+	cfg := testConfig()
+	cfg.DisablePreemption = true
+	p := Decide(cfg, sc.snap())
+	must.SliceLen(t, 1, p.Reservations)
+	must.Eq(t, "a/gang", p.Reservations[0].Job)
+	must.Eq(t, map[string]string{"gpu": "a/gang"}, p.Starving)
+	must.StrContains(t, p.Verdicts["b/hgang"].Reason, "waiting behind a/gang")
+}
+
+// TestPropertyStarvedHeadNoChurn: over many cycles of random arrivals on
+// full clusters, with a starvation timeout short enough that starved
+// heads hold lending, reserve and preempt: no job is preempted for
+// fairness twice within reclaimWindow, no preemptor's job is preempted
+// back by its victim, no two tenants take from each other within a
+// minute, and a starved head's victims' tenants keep their nominal.
+func TestPropertyStarvedHeadNoChurn(t *testing.T) {
+	cfg := testConfig()
+	cfg.StarvationTimeout = 30 * time.Second
+	cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
+	heads, holds, twice, pingpong := 0, 0, 0, 0
+	for seed := int64(0); seed < 120; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		s, _, _ := fullCluster(r)
+		w := newWorld(cfg, s)
+		last := map[string]time.Time{}   // "a>b" → latest fairness preemption of b's jobs by a's
+		victim := map[string]time.Time{} // job key → when it was last preempted for fairness
+		for cycle := 0; cycle < 90; cycle++ {
+			s.Now = s.Now.Add(5 * time.Second)
+			w.finish()
+			w.arrive(r, 30, 400)
+			for _, a := range s.Allocs {
+				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
+					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
+				}
+			}
+			used := map[string]int64{} // live GPUs per tenant before the cycle
+			for _, a := range s.Allocs {
+				if a.Live {
+					used[a.Namespace] += int64(a.Devices[h200])
+				}
+			}
+			p := w.step()
+			holds += len(p.BorrowHolds)
+			for _, pr := range p.Preemptions {
+				if pr.Cause != CauseFairShare {
+					continue
+				}
+				if isStarvedHead(p, pr.Namespace+"/"+pr.JobID) {
+					heads++
+					lose := map[string]int64{}
+					for _, v := range pr.Victims {
+						lose[v.Namespace] += int64(gpusOfVictim(s, v))
+					}
+					for ns, n := range lose {
+						must.GreaterEq(t, s.Tenants[ns].Quota["gpu"], used[ns]-n, must.Sprintf("seed %d: %s below its nominal", seed, ns))
+					}
+				}
+				for _, v := range pr.Victims {
+					key := v.Namespace + "/" + v.JobID
+					if at, ok := victim[key]; ok && s.Now.Sub(at) <= reclaimWindow {
+						twice++
+					}
+					victim[key] = s.Now
+					if v.Namespace == pr.Namespace {
+						continue
+					}
+					if at, ok := last[v.Namespace+">"+pr.Namespace]; ok && s.Now.Sub(at) <= time.Minute {
+						pingpong++
+					}
+					last[pr.Namespace+">"+v.Namespace] = s.Now
+				}
+			}
+		}
+		must.SliceEmpty(t, w.preemptedBack(), must.Sprintf("seed %d", seed))
+	}
+	t.Logf("%d fairness preemptions by starved heads, %d borrow holds", heads, holds)
+	must.Positive(t, heads, must.Sprint("starved heads must actually preempt"))
+	must.Positive(t, holds, must.Sprint("starved heads must actually hold lending"))
+	must.Zero(t, twice)
+	must.Zero(t, pingpong)
+}
+
+func isStarvedHead(p *Plan, key string) bool {
+	for _, h := range p.BorrowHolds {
+		if h.Job == key {
+			return true
+		}
+	}
+	for _, r := range p.Reservations {
+		if r.Job == key {
+			return true
+		}
+	}
+	return false
+}
+
+func gpusOfVictim(s *Snapshot, v Victim) int {
+	n := 0
+	for _, a := range s.Allocs {
+		if a.Namespace == v.Namespace && a.JobID == v.JobID {
+			n += a.Devices[h200]
+		}
+	}
+	return n
+}
