@@ -17,55 +17,7 @@ import (
 	"github.com/allot-sh/allot/governor/allotapi"
 )
 
-// sleepTmpl is a batch job of one allocation that sleeps %s seconds on %d
-// GPUs.
-const sleepTmpl = `
-job %q {
-  namespace = "team-a"
-  type      = "batch"
-  node_pool = "gpu"
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sleep"
-        args    = [%q]
-      }
-      resources {
-        cpu    = 100
-        memory = 64
-        device "nvidia/gpu" { count = %d }
-      }
-    }
-  }
-}
-`
-
-// systemTmpl is a system job of team-a asking %d GPUs per node.
-const systemTmpl = `
-job %q {
-  namespace = "team-a"
-  type      = "system"
-  node_pool = "gpu"
-  priority  = %d
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sleep"
-        args    = ["600"]
-      }
-      resources {
-        cpu    = 100
-        memory = 64
-        device "nvidia/gpu" { count = %d }
-      }
-    }
-  }
-}
-`
-
-// runSleep submits a sleepTmpl job with the real nomad CLI through the
+// runSleep submits a job of team-a that sleeps secs seconds on gpus GPUs with the real nomad CLI through the
 // governor and returns its output and error.
 // waitAllocsDone waits until every allocation of ns/id is terminal: only
 // then has Nomad freed what they held.
@@ -83,8 +35,7 @@ func (e *env) waitAllocsDone(ns, id string) {
 
 func (e *env) runSleep(id, secs string, gpus int) (string, error) {
 	e.t.Helper()
-	p := filepath.Join(e.dir, id+".nomad.hcl")
-	must.NoError(e.t, os.WriteFile(p, []byte(fmt.Sprintf(sleepTmpl, id, secs, gpus)), 0o644))
+	p := jobSpec{ID: id, Namespace: "team-a", Secs: secs, GPUs: gpus}.write(e.t, e.dir)
 	cmd := exec.Command(e.nomad, "job", "run", "-detach", p)
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_NAMESPACE=", "NOMAD_TOKEN=")
 	out, err := cmd.CombinedOutput()
@@ -207,10 +158,9 @@ func TestE2E_Accounting(t *testing.T) {
 		must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nsystem_jobs = \"govern\"\n"), 0o644))
 		g := e.c.StartGovernor("-config", cfg)
 		gov := &allotapi.Client{Address: g.Addr}
+		// A system job of team-a asking gpus GPUs per node.
 		write := func(id string, prio, gpus int) string {
-			p := filepath.Join(e.dir, id+".nomad.hcl")
-			must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(systemTmpl, id, prio, gpus)), 0o644))
-			return p
+			return jobSpec{ID: id, Namespace: "team-a", Type: "system", Priority: prio, GPUs: gpus}.write(t, e.dir)
 		}
 		// 1 GPU on each of the two GPU nodes: 2 of team-a's 4.
 		out, err := e.runCLI(g.Addr, "job", "run", "-detach", write("sys1", 50, 1))

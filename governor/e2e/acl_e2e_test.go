@@ -60,8 +60,7 @@ const aclScrapeToken = "scrape-secret-for-the-acl-e2e"
 
 func newACLEnv(t *testing.T) *aclEnv {
 	dir := t.TempDir()
-	inv := filepath.Join(dir, "gpu-1.hcl")
-	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(inventory, "gpu-1")), 0o644))
+	inv := writeInventory(t, dir, "gpu-1", 4)
 	c := testcluster.New(t, testcluster.Options{ACL: true, Plugins: []string{"nomad-device-accel"},
 		Clients: []testcluster.ClientSpec{{Name: "gpu-1", NodePool: "gpu",
 			PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)},

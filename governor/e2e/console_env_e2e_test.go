@@ -125,8 +125,7 @@ func newConsoleEnv(t *testing.T) *consoleEnv {
 // CLI through the governor, with the tenant's own token.
 func (e *consoleEnv) run(ns, id string, gpus int) {
 	e.t.Helper()
-	p := filepath.Join(e.dir, id+".nomad.hcl")
-	must.NoError(e.t, os.WriteFile(p, []byte(fmt.Sprintf(jobTmpl, id, ns, "console e2e", gpus)), 0o644))
+	p := jobSpec{ID: id, Namespace: ns, Note: "console e2e", GPUs: gpus}.write(e.t, e.dir)
 	cmd := exec.Command(e.nomad, "job", "run", "-detach", p)
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_NAMESPACE=", "NOMAD_TOKEN="+e.tokens[ns])
 	out, err := cmd.CombinedOutput()

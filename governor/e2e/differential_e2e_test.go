@@ -42,8 +42,7 @@ const diffSeed = 20261130
 func TestE2E_DifferentialJudgeVsNomad(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
-	inv := filepath.Join(dir, "gpu-1.hcl")
-	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(inventory, "gpu-1")), 0o644))
+	inv := writeInventory(t, dir, "gpu-1", 4)
 	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: []testcluster.ClientSpec{{
 		Name: "gpu-1", NodePool: "gpu", PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)},
 		Ready: testcluster.HasDevices("nvidia/gpu/H200", 4)}}})

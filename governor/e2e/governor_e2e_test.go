@@ -22,43 +22,6 @@ import (
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
-const inventory = `
-seed           = %q
-driver_version = "550.54.15"
-cuda_version   = "12.4"
-gpu "H200" {
-  count              = 4
-  memory_mib         = 143771
-  compute_capability = "9.0"
-  power_limit_w      = 700
-  topology           = "nvswitch"
-  numa_nodes         = [0, 0, 1, 1]
-}
-`
-
-const jobTmpl = `
-job %q {
-  namespace = %q
-  type      = "batch"
-  node_pool = "gpu"
-  meta { note = %q }
-  group "g" {
-    task "t" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sleep"
-        args    = ["600"]
-      }
-      resources {
-        cpu    = 100
-        memory = 64
-        device "nvidia/gpu" { count = %d }
-      }
-    }
-  }
-}
-`
-
 // env is the shared state of the governor e2e test.
 type env struct {
 	t     testing.TB
@@ -78,15 +41,7 @@ func newEnv(t testing.TB) *env {
 // namespaces team-a and team-b with the meta given, and a governor.
 func newGPUEnv(t testing.TB, teamA, teamB map[string]string) *env {
 	dir := t.TempDir()
-	var clients []testcluster.ClientSpec
-	for _, name := range []string{"gpu-1", "gpu-2"} {
-		p := filepath.Join(dir, name+".hcl")
-		must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(inventory, name)), 0o644))
-		clients = append(clients, testcluster.ClientSpec{Name: name, NodePool: "gpu",
-			PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", p)},
-			Ready:        testcluster.HasDevices("nvidia/gpu/H200", 4)})
-	}
-	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: clients})
+	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: gpuClients(t, dir, 4, "gpu-1", "gpu-2")})
 	nomad, err := testcluster.NomadBinary()
 	must.NoError(t, err)
 	e := &env{t: t, c: c, nomad: nomad, dir: dir}
@@ -111,8 +66,7 @@ func (e *env) namespace(name string, meta map[string]string) {
 // run submits a job with the real nomad CLI through the governor.
 func (e *env) run(ns, id, note string, gpus int) string {
 	e.t.Helper()
-	p := filepath.Join(e.dir, id+".nomad.hcl")
-	must.NoError(e.t, os.WriteFile(p, []byte(fmt.Sprintf(jobTmpl, id, ns, note, gpus)), 0o644))
+	p := jobSpec{ID: id, Namespace: ns, Note: note, GPUs: gpus}.write(e.t, e.dir)
 	cmd := exec.Command(e.nomad, "job", "run", "-detach", p)
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_NAMESPACE=", "NOMAD_TOKEN=")
 	out, err := cmd.CombinedOutput()
@@ -184,7 +138,7 @@ func newBenchEnv(b *testing.B) *env { return newEnv(b) }
 // the api client, as the CLI would.
 func (e *env) submit(id string, gpus int) {
 	e.t.Helper()
-	job, err := testcluster.ParseHCL(id+".nomad.hcl", []byte(fmt.Sprintf(jobTmpl, id, "team-a", "v1", gpus)))
+	job, err := testcluster.ParseHCL(id+".nomad.hcl", []byte(jobSpec{ID: id, Namespace: "team-a", Note: "v1", GPUs: gpus}.HCL()))
 	must.NoError(e.t, err)
 	cfg := api.DefaultConfig()
 	cfg.Address = e.g.Addr
@@ -241,7 +195,7 @@ func TestE2E_Governor(t *testing.T) {
 	})
 
 	t.Run("a direct registration over the limit is held", func(t *testing.T) {
-		src := fmt.Sprintf(jobTmpl, "direct", "team-a", "v1", 4)
+		src := jobSpec{ID: "direct", Namespace: "team-a", Note: "v1", GPUs: 4}.HCL()
 		job, err := testcluster.ParseHCL("direct.nomad.hcl", []byte(src))
 		must.NoError(t, err)
 		_, _, err = e.c.API.Jobs().Register(job, &api.WriteOptions{Namespace: "team-a"})
@@ -342,7 +296,7 @@ func TestE2E_GovernorPassthrough(t *testing.T) {
 	must.StrContains(t, string(out), "through-the-proxy")
 
 	t.Run("a dispatch over the limit is refused with the reason", func(t *testing.T) {
-		src := strings.Replace(fmt.Sprintf(jobTmpl, "param", "team-a", "v1", 4), `type      = "batch"`,
+		src := strings.Replace(jobSpec{ID: "param", Namespace: "team-a", Note: "v1", GPUs: 4}.HCL(), `type      = "batch"`,
 			"type      = \"batch\"\n  parameterized {}", 1)
 		p := filepath.Join(e.dir, "param.nomad.hcl")
 		must.NoError(t, os.WriteFile(p, []byte(src), 0o644))

@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -40,7 +38,7 @@ func TestE2E_JobMetaSeal(t *testing.T) {
 	})
 
 	t.Run("forged admitted production meta written straight to Nomad is held with the allowed classes", func(t *testing.T) {
-		job, err := testcluster.ParseHCL("forged.nomad.hcl", []byte(fmt.Sprintf(jobTmpl, "forged", "team-a", "v1", 1)))
+		job, err := testcluster.ParseHCL("forged.nomad.hcl", []byte(jobSpec{ID: "forged", Namespace: "team-a", Note: "v1", GPUs: 1}.HCL()))
 		must.NoError(t, err)
 		job.Meta[jobmeta.State] = jobmeta.StateAdmitted
 		job.Meta[jobmeta.Class] = "production"
@@ -74,8 +72,7 @@ func TestE2E_JobMetaSeal(t *testing.T) {
 func TestE2E_SealHoldsForGeneratedBodies(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
-	inv := filepath.Join(dir, "gpu-1.hcl")
-	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(inventory, "gpu-1")), 0o644))
+	inv := writeInventory(t, dir, "gpu-1", 4)
 	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: []testcluster.ClientSpec{{
 		Name: "gpu-1", NodePool: "gpu", PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", inv)},
 		Ready: testcluster.HasDevices("nvidia/gpu/H200", 4)}}})

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,50 +16,8 @@ import (
 	"github.com/allot-sh/allot/internal/testcluster"
 )
 
-// inventory8 is a node of 8 H200 GPUs (one NVSwitch island).
-const inventory8 = `
-seed           = %q
-driver_version = "550.54.15"
-cuda_version   = "12.4"
-gpu "H200" {
-  count              = 8
-  memory_mib         = 143771
-  compute_capability = "9.0"
-  power_limit_w      = 700
-  topology           = "nvswitch"
-  numa_nodes         = [0, 0, 0, 0, 1, 1, 1, 1]
-}
-`
-
-// pinJobTmpl is a sleeping batch job of %d GPUs with a constraint of its
-// own, which every governor write must leave as it is.
-const pinJobTmpl = `
-job %q {
-  namespace = "team-a"
-  type      = "batch"
-  node_pool = "gpu"
-  group "g" {
-    constraint {
-      attribute = "${attr.kernel.name}"
-      value     = "linux"
-    }
-    task "t" {
-      driver = "raw_exec"
-      config {
-        command = "/bin/sleep"
-        args    = ["600"]
-      }
-      resources {
-        cpu    = 100
-        memory = 64
-        device "nvidia/gpu" { count = %d }
-      }
-    }
-  }
-}
-`
-
-// userRule is pinJobTmpl's own constraint as Nomad stores it.
+// userRule is the user's own constraint jobSpec.UserRule writes, as
+// Nomad stores it: every governor write must leave it as it is.
 var userRule = api.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux", Operand: "="}
 
 // TestE2E_Placement: three clients of 8 inventory GPUs each, one
@@ -83,14 +39,8 @@ var userRule = api.Constraint{LTarget: "${attr.kernel.name}", RTarget: "linux", 
 func TestE2E_Placement(t *testing.T) {
 	start := time.Now()
 	dir := t.TempDir()
-	var clients []testcluster.ClientSpec
-	for _, name := range []string{"gpu-1", "gpu-2", "gpu-3"} {
-		p := filepath.Join(dir, name+".hcl")
-		must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(inventory8, name)), 0o644))
-		clients = append(clients, testcluster.ClientSpec{Name: name, NodePool: "gpu",
-			PluginConfig: map[string]string{"nomad-device-accel": fmt.Sprintf("inventory_file = %q", p)},
-			Ready:        testcluster.HasDevices("nvidia/gpu/H200", 8)})
-	}
+	// Each node: 8 H200 GPUs, one NVSwitch island.
+	clients := gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")
 	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"}, Clients: clients})
 	nomad, err := testcluster.NomadBinary()
 	must.NoError(t, err)
@@ -101,8 +51,8 @@ func TestE2E_Placement(t *testing.T) {
 	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
 
 	run := func(t *testing.T, id string, gpus int) {
-		p := filepath.Join(dir, id+".nomad.hcl")
-		must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(pinJobTmpl, id, gpus)), 0o644))
+		// A sleeping batch job with a constraint of its own (userRule).
+		p := jobSpec{ID: id, Namespace: "team-a", UserRule: true, GPUs: gpus}.write(t, dir)
 		out := e.nomadCLI(t, "job", "run", "-detach", p)
 		must.StrContains(t, out, "allot: job team-a/"+id+" admitted")
 	}

@@ -107,8 +107,7 @@ func newPreemptEnv(t testing.TB) *preemptEnv {
 	dir, root := t.TempDir(), t.TempDir()
 	var clients []testcluster.ClientSpec
 	for _, name := range []string{"gpu-1", "gpu-2"} {
-		p := filepath.Join(dir, name+".hcl")
-		must.NoError(t, os.WriteFile(p, []byte(fmt.Sprintf(inventory, name)), 0o644))
+		p := writeInventory(t, dir, name, 4)
 		clients = append(clients, testcluster.ClientSpec{Name: name, NodePool: "gpu",
 			PluginConfig: map[string]string{
 				"nomad-device-accel": fmt.Sprintf("inventory_file = %q", p),

@@ -41,8 +41,7 @@ ledger { path = %q }
 // step; the decision and the audit log name team-a's token.
 func TestE2E_Requeue(t *testing.T) {
 	dir, root := t.TempDir(), t.TempDir()
-	inv := filepath.Join(dir, "gpu-1.hcl")
-	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(inventory, "gpu-1")), 0o644))
+	inv := writeInventory(t, dir, "gpu-1", 4)
 	c := testcluster.New(t, testcluster.Options{ACL: true, Plugins: []string{"nomad-device-accel", "nomad-driver-ckpt"},
 		Clients: []testcluster.ClientSpec{{Name: "gpu-1", NodePool: "gpu",
 			PluginConfig: map[string]string{
