@@ -128,10 +128,21 @@ func (cy *cycle) starvedHeadOf(j *Job, acct *account) *starvedHead {
 			return nil
 		}
 	}
-	if cy.neverFits(j, missing, shapeKey(j, missing)) != nil {
+	shape := shapeKey(j, missing)
+	if cy.neverFits(j, missing, shape) != nil {
 		return nil
 	}
 	h := &starvedHead{j: j, acct: acct, borrow: !acct.checkQuota(req).OK}
+	// Fitting free capacity now needs no reservation (a cheap first fit,
+	// undone; capacity only shrinks in a cycle, so a failure it caches
+	// stays true).
+	if fit := cy.cap.fitKeyed(j, missing, shape); fit.ok {
+		cy.cap.undo(fit.takes)
+		if !h.borrow {
+			return nil
+		}
+		return h
+	}
 	if r := cy.reserveFor(j, missing); r.Start.IsZero() || r.Start.After(cy.s.Now) {
 		h.r = r
 	}
