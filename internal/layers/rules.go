@@ -69,6 +69,7 @@ var Rules = []Rule{
 		Why: "shared infrastructure imports no part"},
 	{From: "jobspecs", Allow: with(), Why: "examples only"},
 	{From: "terraform", Allow: with(), Why: "examples only"},
+	{From: "tools/gpucheck/...", Allow: with(), Why: "a probe the real-GPU check runs inside tasks; it imports nothing of Allot"},
 	{From: "", Allow: with("cli/...", "governor/...", "device-plugin/...", "task-driver/..."),
 		Why: "the module root holds no code"},
 }

@@ -47,18 +47,36 @@ func newDeviceCgroup(root string, devs []*drivers.DeviceConfig) (*deviceCgroup, 
 		return nil, nil
 	}
 	g := &deviceCgroup{root: root, setV2: setDeviceFilterV2}
-	for _, d := range specconv.AllowedDevices {
-		rule := d.Rule
-		g.rules = append(g.rules, &rule)
-	}
+	var reserved []ldevices.Rule
 	for _, d := range devs {
 		dev, err := ldevices.DeviceFromPath(d.HostPath, d.Permissions)
 		if err != nil {
 			return nil, fmt.Errorf("reserved device %s: %w", d.HostPath, err)
 		}
-		g.rules = append(g.rules, &dev.Rule)
+		reserved = append(reserved, dev.Rule)
 	}
+	g.rules = deviceRules(reserved)
 	return g, nil
+}
+
+// deviceRules is the executor's default rules followed by an allowance
+// for each reserved device. DeviceFromPath describes a node; its rule is
+// not yet an allowance. v1 does not care (every rule is written to
+// devices.allow), but v2's filter takes a rule with Allow false as a deny
+// and refuses it under the defaults' "c *:* m" wildcard: the task could
+// not open its GPU (seen on an H200 host with cgroup v2).
+func deviceRules(reserved []ldevices.Rule) []*ldevices.Rule {
+	var rules []*ldevices.Rule
+	for _, d := range specconv.AllowedDevices {
+		rule := d.Rule
+		rules = append(rules, &rule)
+	}
+	for i := range reserved {
+		rule := reserved[i]
+		rule.Allow = true
+		rules = append(rules, &rule)
+	}
+	return rules
 }
 
 // v2 says whether the host runs the unified (v2) hierarchy.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/nomad/plugins/drivers"
+	devemu "github.com/opencontainers/runc/libcontainer/cgroups/devices"
+	"github.com/opencontainers/runc/libcontainer/cgroups/ebpf/devicefilter"
 	ldevices "github.com/opencontainers/runc/libcontainer/devices"
 	"github.com/shoenig/test/must"
 )
@@ -80,6 +82,40 @@ func TestDeviceCgroupV2(t *testing.T) {
 	must.Eq(t, filepath.Join(root, "nomad.slice", "a1.train.scope"), gotDir)
 	must.Eq(t, "c 1:5 rwm", gotRules[len(gotRules)-1])
 	must.NoError(t, g.remove())
+}
+
+// TestDeviceRulesV2Compile runs the rule set through what runc's cgroup
+// v2 manager does with it before loading the eBPF filter (the devices
+// emulator, then the filter compiler): it must compile, deny by default
+// and allow exactly the defaults and the reserved GPU nodes, with their
+// permissions. The rules come as DeviceFromPath makes them (Allow
+// false); without the allowance the compile fails, as it failed on a
+// real cgroup v2 GPU host.
+func TestDeviceRulesV2Compile(t *testing.T) {
+	gpu := func(major, minor int64) ldevices.Rule {
+		return ldevices.Rule{Type: ldevices.CharDevice, Major: major, Minor: minor, Permissions: "rwm"}
+	}
+	rules := deviceRules([]ldevices.Rule{gpu(195, 0), gpu(195, 255), gpu(238, 0)})
+	_, _, err := devicefilter.DeviceFilter(rules)
+	must.NoError(t, err)
+
+	emu := new(devemu.Emulator)
+	for _, r := range rules {
+		must.NoError(t, emu.Apply(*r))
+	}
+	must.False(t, emu.IsBlacklist(), must.Sprint("devices not listed are denied"))
+	clean, err := emu.Rules()
+	must.NoError(t, err)
+	var allowed []string
+	for _, r := range clean {
+		must.True(t, r.Allow, must.Sprintf("only allowances in an allow-list: %s", r.CgroupString()))
+		allowed = append(allowed, r.CgroupString())
+	}
+	for _, want := range []string{"c 195:0 rwm", "c 195:255 rwm", "c 238:0 rwm", "c 1:3 rwm"} {
+		must.SliceContains(t, allowed, want)
+	}
+	must.SliceNotContains(t, allowed, "c 195:1 rwm", must.Sprint("another GPU"))
+	must.SliceNotContains(t, allowed, "c 195:* rwm")
 }
 
 func TestNoDevicesNoCgroup(t *testing.T) {

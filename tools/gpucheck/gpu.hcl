@@ -1,0 +1,27 @@
+job "gpu" {
+  type = "batch"
+  group "g" {
+    restart {
+      attempts = 0
+      mode     = "fail"
+    }
+    reschedule {
+      attempts  = 0
+      unlimited = false
+    }
+    task "t" {
+      driver = "ckpt"
+      config {
+        command = "/opt/gc/devcheck"
+        args    = ["20s"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+        device "nvidia/gpu" {
+          count = 1
+        }
+      }
+    }
+  }
+}
