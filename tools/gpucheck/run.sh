@@ -55,7 +55,9 @@ NODE=$(/tmp/g/nomad node status -quiet | head -1)
 /tmp/g/nomad node status -verbose $NODE > $OUT/node-status.txt 2>&1
 curl -s $NOMAD_ADDR/v1/node/$NODE > $OUT/node.json
 /tmp/g/nomad job run -detach $C/gpu.hcl
-/tmp/g/nomad job run -detach $C/nogpu.hcl
+# the same task without the device request
+sed -e 's/job "gpu"/job "nogpu"/' -e '/device "nvidia\/gpu"/,/}/d' -e 's/"20s"/"0s"/' $C/gpu.hcl > /tmp/g/nogpu.hcl
+/tmp/g/nomad job run -detach /tmp/g/nogpu.hcl
 for i in $(seq 1 120); do curl -s "$NOMAD_ADDR/v1/job/gpu/allocations" | grep -q '"ClientStatus":"running"' && break; sleep 0.5; done
 GA=$(curl -s "$NOMAD_ADDR/v1/job/gpu/allocations" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["ID"])')
 sleep 6
