@@ -86,9 +86,9 @@ func dispatchMeta(meta map[string]string, parentClass string) error {
 	for k, v := range meta {
 		switch {
 		case jobmeta.Owned(k):
-			return badRequest(fmt.Sprintf("dispatch meta key %q belongs to the governor", k))
+			return badRequest(fmt.Sprintf("dispatch meta key %s belongs to the governor", jobmeta.Quote(k)))
 		case k == jobmeta.Class && v != parentClass:
-			return badRequest(fmt.Sprintf("a dispatch cannot change the class (%q): the child runs at its parent's priority; register a parent of that class", v))
+			return badRequest(fmt.Sprintf("a dispatch cannot change the class (%s): the child runs at its parent's priority; register a parent of that class", jobmeta.Quote(v)))
 		}
 	}
 	return nil

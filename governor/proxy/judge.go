@@ -168,7 +168,7 @@ func (p *Proxy) classOf(ns string, meta map[string]string) (string, int, error) 
 	if ok {
 		why = "may not be used by tenant " + ns
 	}
-	return "", 0, badRequest(fmt.Sprintf("class %q %s; classes tenant %s may use: %s", name, why, ns, strings.Join(allowed, ", ")))
+	return "", 0, badRequest(fmt.Sprintf("class %s %s; classes tenant %s may use: %s", jobmeta.Quote(name), why, ns, strings.Join(allowed, ", ")))
 }
 
 // Judge returns the job a register request would make Nomad store, as the
