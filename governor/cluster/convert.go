@@ -19,10 +19,14 @@ func ConvertJob(j *api.Job) *engine.Job { return convertJob(j, jobmeta.Record{},
 // convertJob converts j with rec as its governor record, on a cluster
 // that demands tokens of submitters (engine.Job.NeedsToken).
 func convertJob(j *api.Job, rec jobmeta.Record, tokens jobmeta.Tokens) *engine.Job {
+	// The class is allot.class cut to jobmeta.MaxShown characters (marked
+	// "…"), so a hostile class name is never repeated whole in a verdict,
+	// the queue or the decisions; governor/config refuses longer class
+	// names, so a cut name is an unknown class.
 	out := &engine.Job{
 		Namespace:   str(j.Namespace, api.DefaultNamespace),
 		ID:          str(j.ID, ""),
-		Class:       className(j.Meta[jobmeta.Class]),
+		Class:       jobmeta.Shown(j.Meta[jobmeta.Class]),
 		State:       jobState(j, rec),
 		Version:     u64(j.JobModifyIndex),
 		Dead:        dead(j),

@@ -86,13 +86,6 @@ func maxRuntime(v string) (time.Duration, string) {
 // maxRuntimeLimitText is MaxRuntimeLimit as the report spells it.
 const maxRuntimeLimitText = "8760h"
 
-// className is allot.class as the engine reads it: cut to
-// jobmeta.MaxShown characters (marked "…") when longer, so a hostile
-// class name is never repeated whole in a verdict, the queue or the
-// decisions. No class of the governor's config is that long in
-// practice; a cut name is an unknown class.
-func className(v string) string { return jobmeta.Shown(v) }
-
 // RecordOf is the verified governor record the store's job j was
 // converted from: the "previous record" a writer carries over (the proxy
 // reads it from the store, never from a caller's body).

@@ -10,7 +10,11 @@ import (
 	"net/url"
 	"path"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // DefaultListen is the governor's default listen address.
@@ -228,11 +232,39 @@ func (c *Config) validateClasses() []error {
 		errs = append(errs, errors.New(`class "standard" must exist: it is the default class`))
 	}
 	for name, cl := range c.Classes {
+		if err := classNameError(name); err != nil {
+			errs = append(errs, err)
+		}
 		if cl.Priority < 1 || cl.Priority > 100 {
-			errs = append(errs, fmt.Errorf("class %q: priority %d is outside 1..100", name, cl.Priority))
+			errs = append(errs, fmt.Errorf("class %s: priority %d is outside 1..100", jobmeta.Quote(name), cl.Priority))
 		}
 	}
 	return errs
+}
+
+// classNameError says why no job or tenant could ever name class name, or
+// nil. A job's allot.class reaches the engine cut to jobmeta.MaxShown
+// characters and always as UTF-8 (Nomad decodes jobs from JSON), and an
+// empty allot.class means the tenant's default class; a tenant's
+// allot.classes is a comma list of trimmed names and its
+// allot.default-class is trimmed (governor/quota). A class that none of
+// them can name is a trap, refused here.
+func classNameError(name string) error {
+	q := jobmeta.Quote(name)
+	switch {
+	case name == "":
+		return errors.New(`class "": an empty name is no class (a job without allot.class runs at its tenant's default class)`)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("class %s: the name is not UTF-8, and a job's allot.class always is", q)
+	case jobmeta.Shown(name) != name:
+		return fmt.Errorf("class %s: the name is longer than %d characters; a job's allot.class is read cut to %d, so no job could name it",
+			q, jobmeta.MaxShown, jobmeta.MaxShown)
+	case strings.Contains(name, ","):
+		return fmt.Errorf("class %s: the name contains a comma, so a tenant's allot.classes (a comma list) could never name it", q)
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("class %s: the name starts or ends with white space, which a tenant's allot.classes and allot.default-class drop", q)
+	}
+	return nil
 }
 
 func sortErrs(errs []error) {
