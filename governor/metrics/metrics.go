@@ -34,6 +34,10 @@ type Metrics struct {
 	// Unpinned counts applied unpins (pinned, admitted jobs Nomad could
 	// not place, rewritten without their placement pin), by namespace.
 	Unpinned *prometheus.CounterVec
+	// Stopped counts applied Stop decisions (jobs deregistered for good,
+	// not queued again), by namespace and reason (a fixed set: see
+	// docs/governor.md#metrics).
+	Stopped *prometheus.CounterVec
 }
 
 // New creates and registers the metrics.
@@ -71,9 +75,12 @@ func New() *Metrics {
 			Help: "Work lost by preemption: per victim allocation, seconds since its last checkpoint (or start)."}),
 		Unpinned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_unpinned_jobs_total",
 			Help: "Pinned, admitted jobs Nomad could not place, rewritten without their placement pin, by namespace."}, []string{"namespace"}),
+		Stopped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_stopped_jobs_total",
+			Help: "Jobs the governor stopped for good (deregistered, not queued again), by namespace and reason (max-runtime, over-limit, class, priority, preemption, other)."},
+			[]string{"namespace", "reason"}),
 	}
 	m.Registry.MustRegister(m.Pending, m.AdmittedTotal, m.HeldTotal, m.AdmissionWait, m.Quota, m.Usage, m.QuotaErrors,
-		m.CycleSeconds, m.Conflicts, m.ActuateErrors, m.Resyncs, m.Submissions, m.Preemptions, m.LostWork, m.Unpinned,
+		m.CycleSeconds, m.Conflicts, m.ActuateErrors, m.Resyncs, m.Submissions, m.Preemptions, m.LostWork, m.Unpinned, m.Stopped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

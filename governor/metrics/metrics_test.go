@@ -41,6 +41,7 @@ func TestNamesMatchTheDocs(t *testing.T) {
 	m.Preemptions.WithLabelValues("reclaim").Inc()
 	m.LostWork.Add(3)
 	m.Unpinned.WithLabelValues("ml").Inc()
+	m.Stopped.WithLabelValues("ml", "max-runtime").Inc()
 	families, err := m.Registry.Gather()
 	must.NoError(t, err)
 	var got []string
@@ -54,6 +55,6 @@ func TestNamesMatchTheDocs(t *testing.T) {
 		"allot_actuation_conflicts_total", "allot_actuation_errors_total", "allot_admission_wait_seconds",
 		"allot_admitted_jobs_total", "allot_cycle_seconds", "allot_held_jobs_total", "allot_lost_work_seconds_total",
 		"allot_pending_jobs", "allot_preemptions_total", "allot_proxy_submissions_total", "allot_quota", "allot_quota_config_errors",
-		"allot_unpinned_jobs_total", "allot_usage", "allot_watch_resyncs_total",
+		"allot_stopped_jobs_total", "allot_unpinned_jobs_total", "allot_usage", "allot_watch_resyncs_total",
 	}, got)
 }

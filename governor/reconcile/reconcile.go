@@ -138,8 +138,29 @@ func (r *Reconciler) observeResult(plan *engine.Plan, res actuate.Result) {
 			r.observeRequeue(d)
 		case engine.Unpin:
 			r.Metrics.Unpinned.WithLabelValues(d.Namespace).Inc()
+		case engine.Stop:
+			r.Metrics.Stopped.WithLabelValues(d.Namespace, stopReason(d)).Inc()
 		}
 	}
+}
+
+// stopReason is the reason label of allot_stopped_jobs_total for an
+// applied Stop, one of a fixed set whatever the decision carries:
+// max-runtime (ran past its allot.max-runtime), over-limit (a dispatched
+// child over its tenant's limit), class or priority (a dispatched child
+// written straight to Nomad breaking its class rules: contain.go),
+// preemption (a dispatched child chosen as a preemption victim; the
+// preemption's own cause is in the decisions journal), else other.
+func stopReason(d engine.Decision) string {
+	switch {
+	case d.Preemptor != "":
+		return "preemption"
+	case d.Cause == "":
+		return "over-limit"
+	case d.Cause == engine.CauseMaxRuntime, d.Cause == CauseClass, d.Cause == CausePriority:
+		return d.Cause
+	}
+	return "other"
 }
 
 // observeRequeue counts an applied requeue: a preemption victim with the
