@@ -12,6 +12,24 @@ type Pools struct {
 	// At is the time of the snapshot.
 	At    time.Time `json:"at"`
 	Pools []Pool    `json:"pools"`
+	// BorrowHolds lists the cohorts whose lending a starved queue head
+	// holds, by cohort name: those with a tenant the caller may read.
+	BorrowHolds []BorrowHold `json:"borrow_holds"`
+}
+
+// BorrowHold is a cohort whose lending a starved queue head holds (its
+// tenant is far below its nominal quota and it has waited longer than the
+// starvation timeout): no other job of the cohort may borrow, unless it
+// ends before Start, until the head is admitted. Jobs within their
+// tenant's nominal quota are not held back.
+type BorrowHold struct {
+	Cohort string `json:"cohort"`
+	// Job is the head's "namespace/id", "(hidden)" when the caller may
+	// not read its namespace.
+	Job string `json:"job"`
+	// Start is when, by the run times of what the cohort's borrowers run,
+	// the head may borrow enough; absent when unknown.
+	Start *time.Time `json:"start,omitempty"`
 }
 
 // Pool is one node pool and device model now, in devices:

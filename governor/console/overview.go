@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/allot-sh/allot/governor/allotapi"
@@ -37,6 +38,9 @@ type histRow struct {
 // overviewData is the overview page.
 type overviewData struct {
 	Pools []poolRow
+	// Holds are the cohorts whose lending a starved queue head holds
+	// (/allot/v1/pools, filtered like the API).
+	Holds []holdRow
 	// PoolsNote says why the live pool figures are missing, "" otherwise.
 	PoolsNote string
 	// HistNote says why the history is missing (no ledger), "" otherwise.
@@ -67,17 +71,37 @@ func (c *Console) overview(w http.ResponseWriter, q *Req) {
 		ts.Tenants = ts.Tenants[:topTenants]
 	}
 	d.Tenants = ts.Tenants
-	d.Pools, d.PoolsNote = c.livePools(q)
+	d.Pools, d.Holds, d.PoolsNote = c.livePools(q)
 	d.HistNote = c.poolHistory(q, &d.Pools)
 	c.render(w, q, http.StatusOK, "overview", "overview.title", "", d)
 }
 
-// livePools reads every pool and model now (/allot/v1/pools: the
-// governor's live snapshot); on failure it returns a note instead.
-func (c *Console) livePools(q *Req) ([]poolRow, string) {
+// holdRow is one cohort whose lending a starved queue head holds: the
+// head's namespace and ID ("" when the caller may not read them) and
+// when it may borrow enough (zero: unknown).
+type holdRow struct {
+	Cohort, Namespace, JobID string
+	Start                    time.Time
+}
+
+// livePools reads every pool and model now and the cohorts' borrow holds
+// (/allot/v1/pools: the governor's live snapshot and latest plan); on
+// failure it returns a note instead.
+func (c *Console) livePools(q *Req) ([]poolRow, []holdRow, string) {
 	var pl allotapi.Pools
 	if err := c.api(q, "/allot/v1/pools", &pl); err != nil {
-		return nil, q.L.T("overview.nolive") + ": " + err.Error()
+		return nil, nil, q.L.T("overview.nolive") + ": " + err.Error()
+	}
+	holds := make([]holdRow, 0, len(pl.BorrowHolds))
+	for _, h := range pl.BorrowHolds {
+		r := holdRow{Cohort: h.Cohort}
+		if ns, id, ok := strings.Cut(h.Job, "/"); ok {
+			r.Namespace, r.JobID = ns, id
+		}
+		if h.Start != nil {
+			r.Start = *h.Start
+		}
+		holds = append(holds, r)
 	}
 	rows := make([]poolRow, 0, len(pl.Pools))
 	for _, p := range pl.Pools {
@@ -88,7 +112,7 @@ func (c *Console) livePools(q *Req) ([]poolRow, string) {
 		r.IdleX, r.DownX = r.AllocatedPct, r.AllocatedPct+r.IdlePct
 		rows = append(rows, r)
 	}
-	return rows, ""
+	return rows, holds, ""
 }
 
 // poolHistory adds the ledger's averages over the last overviewWindow to

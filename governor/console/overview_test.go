@@ -105,6 +105,45 @@ func TestOverviewReservedForTheStarvingHead(t *testing.T) {
 	must.StrContains(t, body, liveRow(8, 2, 6, 0, 4))
 }
 
+// TestOverviewShowsBorrowHolds: the overview lists the cohorts whose
+// lending a starved queue head holds, beside the pools' reservations,
+// filtered like the API: the head's name only for a token that may read
+// its namespace. No hold, no table.
+func TestOverviewShowsBorrowHolds(t *testing.T) {
+	p := testPlan()
+	p.BorrowHolds = []engine.BorrowHold{{Job: "secret/x", Cohort: "default", Start: time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)}}
+	srv, _ := newGovernor(t, p, false, false, liveCluster)
+	b := newBrowser(t, srv)
+	b.signIn("root")
+	_, body, _ := b.get("/ui/")
+	must.StrContains(t, body, "Lending held for starved queue heads")
+	must.StrContains(t, body, `<td>default</td>
+<td><a href="/ui/jobs/secret/x">secret/x</a></td>
+<td>2026-11-30 14:00:00Z</td>`)
+
+	b = newBrowser(t, srv)
+	b.signIn("ml")
+	_, body, _ = b.get("/ui/")
+	must.StrContains(t, body, `<td>default</td>
+<td>a job you may not read</td>`)
+	must.StrNotContains(t, body, "secret/x")
+	_, body, _ = b.get("/ui/?lang=zh")
+	must.StrContains(t, body, "为饥饿队首作业保留的出借额度")
+
+	p.BorrowHolds[0].Start = time.Time{}
+	b = newBrowser(t, srv)
+	b.signIn("root")
+	_, body, _ = b.get("/ui/")
+	must.StrContains(t, body, `secret/x</a></td>
+<td>unknown</td>`)
+
+	srv, _ = newGovernor(t, testPlan(), false, false, liveCluster)
+	b = newBrowser(t, srv)
+	b.signIn("root")
+	_, body, _ = b.get("/ui/")
+	must.StrNotContains(t, body, "holds-table")
+}
+
 // fakeCapacity answers /allot/v1/capacity over the requested hour: pool
 // gpu (also live) and pool old (only in the ledger).
 type fakeCapacity struct{}

@@ -14,7 +14,8 @@ import (
 // from the live snapshot (the same nodes and allocations the engine
 // decides on) and the latest plan's reservations. Per-pool totals name no
 // tenant, so every caller that may read some namespace gets them, as with
-// /allot/v1/capacity.
+// /allot/v1/capacity. The plan's borrow holds are filtered by the caller
+// (BorrowHoldsOf).
 func (s *Server) pools(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	p, ok := s.latest(w)
 	if !ok {
@@ -22,7 +23,37 @@ func (s *Server) pools(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	}
 	now := s.now()
 	snap := s.Store.Snapshot(now)
-	allotapi.WriteJSON(w, http.StatusOK, allotapi.Pools{At: now, Pools: PoolsOf(snap.Nodes, snap.Allocs, p.Reservations, s.Store.Job)})
+	allotapi.WriteJSON(w, http.StatusOK, allotapi.Pools{At: now, Pools: PoolsOf(snap.Nodes, snap.Allocs, p.Reservations, s.Store.Job),
+		BorrowHolds: BorrowHoldsOf(p.BorrowHolds, p.Tenants, c.CanRead)})
+}
+
+// BorrowHoldsOf is the plan's borrow holds as a caller that may read the
+// namespaces canRead accepts sees them: a cohort's hold when the caller
+// may read one of its tenants, the head's name when it may read the
+// head's namespace (else auth.Hidden). Never nil.
+func BorrowHoldsOf(holds []engine.BorrowHold, tenants []engine.TenantStatus, canRead func(string) bool) []allotapi.BorrowHold {
+	readable := map[string]bool{}
+	for _, t := range tenants {
+		if !readable[t.Cohort] && canRead(t.Namespace) {
+			readable[t.Cohort] = true
+		}
+	}
+	out := []allotapi.BorrowHold{}
+	for _, h := range holds {
+		if !readable[h.Cohort] {
+			continue
+		}
+		b := allotapi.BorrowHold{Cohort: h.Cohort, Job: auth.Hidden}
+		if ns, _, ok := strings.Cut(h.Job, "/"); ok && canRead(ns) {
+			b.Job = h.Job
+		}
+		if !h.Start.IsZero() {
+			start := h.Start
+			b.Start = &start
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 type poolKey struct{ pool, model string }
