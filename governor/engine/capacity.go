@@ -63,6 +63,9 @@ type capacity struct {
 	// exclude, while set, holds nodes a fit must not use (a starving
 	// head's reservation, reserve.go).
 	exclude map[string]bool
+	// closed holds nodes no later fit of the cycle may use: a move
+	// (move.go) clears them for its head.
+	closed map[string]bool
 }
 
 // newCapacity builds the free capacity: node capacity minus every live
@@ -215,7 +218,7 @@ func groupKey(j *Job, g *Group) string {
 
 func (c *capacity) eligible(fn *freeNode, j *Job, g *Group) bool {
 	n := fn.node
-	return n.Ready && !c.exclude[n.ID] && dcMatches(j.Datacenters, n.Datacenter) &&
+	return n.Ready && !c.exclude[n.ID] && !c.closed[n.ID] && dcMatches(j.Datacenters, n.Datacenter) &&
 		c.m.nodeOK(n, j.Constraints) && c.m.nodeOK(n, g.Constraints)
 }
 

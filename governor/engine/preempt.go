@@ -226,6 +226,10 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	if set != nil && s.fair != nil && !s.fair.allows(set) {
 		set = nil
 	}
+	if set == nil && failed.Name == "fit" {
+		set = cy.tryMove(j, s)
+		s.move = set != nil
+	}
 	if set == nil {
 		cy.pre.failed[memoKey] = acct.cohort.version
 		return "", false
@@ -321,6 +325,9 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		names = append(names, v.j.Key())
 		p.Victims = append(p.Victims, Victim{Namespace: v.j.Namespace, JobID: v.j.ID, Class: v.class, LostWork: v.lost})
 	}
+	if s.move {
+		cause = CauseMove
+	}
 	p.Cause = cause
 	p.Reason = preemptReason(p.Class, acct, cause, s.req)
 	for _, v := range set {
@@ -345,6 +352,9 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector) 
 	switch cause {
 	case CausePriority:
 		return fmt.Sprintf("class %s of tenant %s outranks the victims' class", class, acct.t.Namespace)
+	case CauseMove:
+		return fmt.Sprintf("moved so the starving head (class %s) of tenant %s fits now instead of waiting for its reserved nodes to drain: every moved job fits the free capacity elsewhere at once and loses ≤ %s of work",
+			class, acct.t.Namespace, FairLostWork)
 	case CauseFairShare:
 		return fmt.Sprintf("tenant %s borrows less than the victims' tenants (weighted share after this job ≥ %.2f below theirs; victims lose ≤ %s of work)",
 			acct.t.Namespace, FairShareGap, FairLostWork)

@@ -25,6 +25,10 @@ type trial struct {
 	// fair, when set, is the fairness rule the victims were chosen by
 	// (fairpreempt.go).
 	fair *fairPreemption
+	// move: the victims are moved, not taken (move.go); movedTo holds
+	// the nodes the head's last fitsMoved placed it on.
+	move    bool
+	movedTo []string
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {

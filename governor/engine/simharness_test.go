@@ -16,6 +16,9 @@ type world struct {
 	seq   int
 	ends  map[string]time.Time // job key → when it completes
 	pairs map[string]bool      // "preemptor>victim" of every preemption
+	// pins: admitted jobs go only to the nodes of their decision's pin,
+	// as Nomad places a pinned job (else first fit over all nodes).
+	pins bool
 }
 
 func newWorld(cfg Config, s *Snapshot) *world {
@@ -50,7 +53,11 @@ func (w *world) apply(d Decision) {
 	switch d.Action {
 	case Admit:
 		j.State, j.AdmittedAt = Admitted, w.s.Now
-		w.place(j)
+		if w.pins {
+			w.placeOn(j, d.Nodes)
+		} else {
+			w.place(j)
+		}
 	case Requeue, Hold:
 		j.State = Queued
 		if d.Action == Requeue {
@@ -79,7 +86,11 @@ func (w *world) arrive(r *rand.Rand, minRun, spread int) {
 }
 
 // place puts every allocation of j on the first node with room.
-func (w *world) place(j *Job) {
+func (w *world) place(j *Job) { w.placeOn(j, nil) }
+
+// placeOn is place with each group restricted to the nodes pin names
+// for it, if any.
+func (w *world) placeOn(j *Job, pin map[string][]string) {
 	free := map[string]int{}
 	for _, n := range w.s.Nodes {
 		free[n.ID] = n.Devices[0].Healthy
@@ -91,6 +102,9 @@ func (w *world) place(j *Job) {
 		need := g.Devices[0].Count
 		for i := 0; i < g.Count; i++ {
 			for _, n := range w.s.Nodes {
+				if len(pin[g.Name]) > 0 && !containsString(pin[g.Name], n.ID) {
+					continue
+				}
 				if free[n.ID] >= need {
 					free[n.ID] -= need
 					w.seq++
