@@ -280,7 +280,59 @@ func TestE2E_Governor(t *testing.T) {
 		}
 		must.Eq(t, 1, admitted, must.Sprint("b2 admitted exactly once"))
 	})
+
+	t.Run("a job past its allot.max-runtime is stopped, journaled and counted", func(t *testing.T) {
+		e.namespace("team-rt", map[string]string{"allot.quota.cpu": "1000"})
+		p := filepath.Join(e.dir, "rt.nomad.hcl")
+		must.NoError(t, os.WriteFile(p, []byte(maxRuntimeJob), 0o644))
+		cmd := exec.Command(e.nomad, "job", "run", "-detach", p)
+		cmd.Env = append(os.Environ(), "NOMAD_ADDR="+e.g.Addr, "NOMAD_NAMESPACE=", "NOMAD_TOKEN=")
+		out, err := cmd.CombinedOutput()
+		must.NoError(t, err, must.Sprintf("nomad job run: %s", out))
+		must.StrContains(t, string(out), "allot: job team-rt/rt admitted")
+		e.waitRunning("team-rt", "rt", time.Minute)
+		e.c.Eventually(60*time.Second, "rt stopped for its max-runtime", func() error {
+			if j := e.job("team-rt", "rt"); !*j.Stop || held(j) {
+				return fmt.Errorf("rt: stop=%v meta=%v", *j.Stop, j.Meta)
+			}
+			return nil
+		})
+		ds, err := e.gov.Decisions(context.Background())
+		must.NoError(t, err)
+		var stops []string
+		for _, d := range ds.Decisions {
+			if d.Namespace == "team-rt" {
+				stops = append(stops, d.Kind+" "+d.Cause)
+			}
+		}
+		must.Eq(t, []string{"stop max-runtime"}, stops)
+		must.StrContains(t, metrics(t, e.g.Addr), `allot_stopped_jobs_total{namespace="team-rt",reason="max-runtime"} 1`)
+	})
 }
+
+// maxRuntimeJob runs a sleep of 600 s in team-rt, which its
+// allot.max-runtime of 3 s cuts short.
+const maxRuntimeJob = `
+job "rt" {
+  namespace = "team-rt"
+  type      = "batch"
+  node_pool = "gpu"
+  meta      = { "allot.max-runtime" = "3s" }
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config {
+        command = "/bin/sleep"
+        args    = ["600"]
+      }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+}
+`
 
 // TestE2E_GovernorPassthrough: websockets (alloc exec) and the event
 // stream work through the proxy with the nomad CLI.
