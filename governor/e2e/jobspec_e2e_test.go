@@ -26,6 +26,9 @@ type jobSpec struct {
 	Note string
 	// Secs is how long the task sleeps ("600" when empty).
 	Secs string
+	// MaxRuntime, when set, is the job's allot.max-runtime.
+	MaxRuntime string
+	// GPUs is the task's nvidia/gpu count; 0 writes no device block.
 	GPUs int
 	// UserRule adds the group constraint userRule (${attr.kernel.name} =
 	// linux), a user's own constraint every governor write must keep.
@@ -46,7 +49,12 @@ func (s jobSpec) HCL() string {
 	if s.Priority != 0 {
 		fmt.Fprintf(&b, "  priority  = %d\n", s.Priority)
 	}
-	if s.Note != "" {
+	switch {
+	case s.MaxRuntime != "" && s.Note != "":
+		fmt.Fprintf(&b, "  meta      = { note = %q, \"allot.max-runtime\" = %q }\n", s.Note, s.MaxRuntime)
+	case s.MaxRuntime != "":
+		fmt.Fprintf(&b, "  meta      = { \"allot.max-runtime\" = %q }\n", s.MaxRuntime)
+	case s.Note != "":
 		fmt.Fprintf(&b, "  meta { note = %q }\n", s.Note)
 	}
 	b.WriteString("  group \"g\" {\n")
@@ -62,12 +70,11 @@ func (s jobSpec) HCL() string {
       resources {
         cpu    = 100
         memory = 64
-        device "nvidia/gpu" { count = %d }
-      }
-    }
-  }
-}
-`, secs, s.GPUs)
+`, secs)
+	if s.GPUs > 0 {
+		fmt.Fprintf(&b, "        device \"nvidia/gpu\" { count = %d }\n", s.GPUs)
+	}
+	b.WriteString("      }\n    }\n  }\n}\n")
 	return b.String()
 }
 
