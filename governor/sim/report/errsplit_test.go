@@ -1,0 +1,246 @@
+//go:build simgrid
+
+package report
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/sim"
+	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/workload"
+)
+
+// idleMark is the number of free GPUs from which an instant counts as
+// "GPUs idle" rather than "cluster full" (one node's worth and a half).
+const idleMark = 12
+
+// TestShareErrorSplit measures where allot's share error comes from
+// (docs/simulator.md, "Findings under contention"): every allot cycle
+// (sim.Options.OnCycle), weighted by the time until the next, each
+// tenant's GPUs held are compared with its entitlement (the report's
+// weighted max-min share of the cluster among the tenants' demands).
+// What a tenant lacks is split by whether idleMark or more GPUs were
+// free then and by its first queued job in queue order (a job of at
+// most 8 GPUs before a gang): its size and first failing check; what
+// a tenant holds beyond its entitlement is summed per tenant. It also
+// measures how long a queued gang was no larger than the free GPUs (a
+// move could have let it run) and those free GPU-hours. Run from the
+// repository root:
+//
+//	SIMGRID_ROWS=1.2:3,1.5:1 GOMAXPROCS=1 go test -tags simgrid -run '^TestShareErrorSplit$' -v -timeout 30m ./governor/sim/report/
+//
+// (standard scenario, load:seed pairs; default 1.2:3,1.5:1).
+func TestShareErrorSplit(t *testing.T) {
+	spec, err := fleet.Load("../scenarios/standard.hcl")
+	must.NoError(t, err)
+	rows := os.Getenv("SIMGRID_ROWS")
+	if rows == "" {
+		rows = "1.2:3,1.5:1"
+	}
+	for _, row := range strings.Split(rows, ",") {
+		ls, ss, _ := strings.Cut(row, ":")
+		load, err := strconv.ParseFloat(ls, 64)
+		must.NoError(t, err)
+		seed, err := strconv.ParseInt(ss, 10, 64)
+		must.NoError(t, err)
+		sc, err := sim.GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: sim.Week, Load: load})
+		must.NoError(t, err)
+		opts := sim.DefaultOptions()
+		opts.Seed = seed
+		m := &errMeter{gpus: spec.GPUs(), under: map[string]float64{}, over: map[string]float64{}}
+		opts.OnCycle = m.cycle
+		r, err := sim.Run(sc.Spec, sc.Jobs, sim.Allot, opts)
+		must.NoError(t, err)
+		sum := sim.Summarize(r)
+		must.Positive(t, m.entSum)
+		fmt.Printf("\nstandard load %.1f seed %d: share error %.3f, useful %.1f %%\n", load, seed, sum.ShareError, 100*sum.UsefulRate)
+		m.print()
+	}
+}
+
+// errMeter accumulates, in GPU-seconds, what tenants lack and hold
+// beyond their entitlement over the cycles of a run.
+type errMeter struct {
+	gpus      int
+	last      time.Time
+	names     []string
+	weights   []int
+	lastUnder map[string]float64
+	lastOver  map[string]float64
+	lastEnt   float64
+	lastFree  float64 // free GPUs while a queued gang would fit them by count
+	lastGang  bool
+	under     map[string]float64
+	over      map[string]float64
+	entSum    float64
+	gangTime  float64
+	gangFree  float64
+	total     float64
+}
+
+func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
+	if !m.last.IsZero() {
+		dt := snap.Now.Sub(m.last).Seconds()
+		m.total += dt
+		for k, v := range m.lastUnder {
+			m.under[k] += v * dt
+		}
+		for k, v := range m.lastOver {
+			m.over[k] += v * dt
+		}
+		m.entSum += m.lastEnt * dt
+		if m.lastGang {
+			m.gangTime += dt
+			m.gangFree += m.lastFree * dt
+		}
+	}
+	m.last = snap.Now
+	if m.names == nil {
+		for ns := range snap.Tenants {
+			m.names = append(m.names, ns)
+		}
+		sort.Strings(m.names)
+		for _, ns := range m.names {
+			m.weights = append(m.weights, int(snap.Tenants[ns].Quota["gpu"]))
+		}
+	}
+	held, demand := m.heldAndDemand(snap)
+	ent := sim.FairShare(m.gpus, m.weights, demand)
+	busy := 0
+	for _, h := range held {
+		busy += h
+	}
+	free := m.gpus - busy
+	state := "full"
+	if free >= idleMark {
+		state = "idle"
+	}
+	m.lastGang, m.lastFree = smallestQueuedGang(snap) <= free, float64(free)
+	first := firstQueued(snap, plan)
+	m.lastUnder, m.lastOver, m.lastEnt = map[string]float64{}, map[string]float64{}, 0
+	for i, ns := range m.names {
+		m.lastEnt += ent[i]
+		if d := ent[i] - float64(held[i]); d > 0 {
+			what := first[ns]
+			if what == "" {
+				what = "nothing queued"
+			}
+			m.lastUnder[state+" | "+what] += d
+			m.lastUnder[state+" | (all)"] += d
+		} else {
+			m.lastOver[ns] -= d
+		}
+	}
+}
+
+// heldAndDemand returns per tenant (m.names order) the GPUs its live
+// allocations hold and those its unfinished jobs ask for.
+func (m *errMeter) heldAndDemand(snap *engine.Snapshot) (held, demand []int) {
+	idx := map[string]int{}
+	for i, n := range m.names {
+		idx[n] = i
+	}
+	held, demand = make([]int, len(m.names)), make([]int, len(m.names))
+	for _, a := range snap.Allocs {
+		if i, ok := idx[a.Namespace]; ok && a.Live {
+			for _, n := range a.Devices {
+				held[i] += n
+			}
+		}
+	}
+	for _, j := range snap.Jobs {
+		if i, ok := idx[j.Namespace]; ok && !j.Dead {
+			demand[i] += gpusOf(j)
+		}
+	}
+	return held, demand
+}
+
+// smallestQueuedGang is the GPU count of the smallest queued multi-node
+// gang, a large number when none is queued.
+func smallestQueuedGang(snap *engine.Snapshot) int {
+	least := 1 << 30
+	for _, j := range snap.Jobs {
+		if n := gpusOf(j); j.State == engine.Queued && n > gangGPUs && n < least {
+			least = n
+		}
+	}
+	return least
+}
+
+// firstQueued describes, per tenant, its first queued job in queue order
+// (one of at most 8 GPUs before a gang): "small" or "gang", its first
+// failing check and its class.
+func firstQueued(snap *engine.Snapshot, plan *engine.Plan) map[string]string {
+	jobs := map[string]*engine.Job{}
+	for _, j := range snap.Jobs {
+		jobs[j.Key()] = j
+	}
+	out := map[string]string{}
+	for _, v := range plan.Queue {
+		j := jobs[v.Namespace+"/"+v.JobID]
+		if j == nil {
+			continue
+		}
+		kind := "small"
+		if gpusOf(j) > gangGPUs {
+			kind = "gang"
+		}
+		if prev, ok := out[v.Namespace]; ok && !(strings.HasPrefix(prev, "gang") && kind == "small") {
+			continue
+		}
+		check := "none"
+		for _, c := range v.Checks {
+			if !c.OK {
+				check = c.Name
+				break
+			}
+		}
+		out[v.Namespace] = kind + " " + check + " (" + j.Class + ")"
+	}
+	return out
+}
+
+func (m *errMeter) print() {
+	var lack, extra float64
+	type kv struct {
+		k string
+		v float64
+	}
+	var rows []kv
+	for k, v := range m.under {
+		if strings.HasSuffix(k, "(all)") {
+			lack += v
+		}
+		rows = append(rows, kv{k, v})
+	}
+	sort.Slice(rows, func(a, b int) bool { return rows[a].v > rows[b].v })
+	for _, v := range m.over {
+		extra += v
+	}
+	fmt.Printf("per cycle, ÷ Σ entitled: lacking %.3f, beyond %.3f (share error %.3f)\n", lack/m.entSum, extra/m.entSum, (lack+extra)/m.entSum)
+	fmt.Printf("a queued gang no larger than the free GPUs: %.0f %% of the time, %.3f of all GPU-time free then\n",
+		100*m.gangTime/m.total, m.gangFree/(float64(m.gpus)*m.total))
+	for _, ns := range m.names {
+		fmt.Printf("beyond  %-10s %.3f\n", ns, m.over[ns]/m.entSum)
+	}
+	for _, r := range rows[:minInt(len(rows), 16)] {
+		fmt.Printf("lacking %-40s %.3f\n", r.k, r.v/m.entSum)
+	}
+}
+
+func minInt(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
+}
