@@ -27,7 +27,8 @@ const (
 	// CauseMove is the cause of a preemption that moves jobs to other
 	// nodes so a starving head fits.
 	CauseMove = "move"
-	// MoveMinRun is how long a job runs before a move may take it.
+	// MoveMinRun is how long a job runs before a move may take it
+	// (Config.MoveMinRun overrides it).
 	MoveMinRun = 10 * time.Minute
 	// MoveCooldown is how long after a requeue a job may not be moved.
 	MoveCooldown = time.Hour
@@ -130,8 +131,16 @@ func (cy *cycle) moveCandidates(j *Job, s *trial) []*victim {
 func (cy *cycle) movable(j *Job, v *victim, prio int, s *trial) bool {
 	now := cy.s.Now
 	return v.j != j && !cy.pre.requeued[v.key] && v.prio <= prio && v.lost <= FairLostWork &&
-		now.Sub(v.newest) >= MoveMinRun && (v.j.RequeuedAt.IsZero() || now.Sub(v.j.RequeuedAt) >= MoveCooldown) &&
+		now.Sub(v.newest) >= cy.cfg.moveMinRun() && (v.j.RequeuedAt.IsZero() || now.Sub(v.j.RequeuedAt) >= MoveCooldown) &&
 		!v.j.Dispatched && !preemptedBy(j, v.key) && s.relevant(v)
+}
+
+// moveMinRun is Config.MoveMinRun, MoveMinRun when unset.
+func (c Config) moveMinRun() time.Duration {
+	if c.MoveMinRun > 0 {
+		return c.MoveMinRun
+	}
+	return MoveMinRun
 }
 
 // moved counts the devices of the types the head needs that set holds.

@@ -101,6 +101,17 @@ func TestMove(t *testing.T) {
 				return sc
 			},
 		},
+		"Config.MoveMinRun shortens the minimum run": {
+			sc: func() *scene {
+				sc := moveScene(5)
+				for _, a := range sc.allocs {
+					a.StartedAt, a.LastCheckpoint = now.Add(-5*time.Minute), time.Time{}
+				}
+				return sc
+			},
+			cfg:     func(c *Config) { c.MoveMinRun = 4 * time.Minute },
+			victims: []string{"b2<-a/big"},
+		},
 		"a job requeued within MoveCooldown stays; the next cheapest node's jobs move": {
 			sc: func() *scene {
 				sc := moveScene(5)

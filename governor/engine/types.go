@@ -268,6 +268,9 @@ type Config struct {
 	// GangTimeout is how long an admitted job may wait for all its
 	// allocations to start before it is requeued; zero disables it.
 	GangTimeout time.Duration
+	// MoveMinRun is how long a job runs before a move (move.go) may take
+	// it; zero means MoveMinRun (10 minutes).
+	MoveMinRun time.Duration
 	// GovernSystemJobs admits system and sysbatch jobs of governed
 	// namespaces like any other job, counted per eligible node; false
 	// (the default, config system_jobs = "refuse") holds them with a
