@@ -54,6 +54,14 @@ func (sc *scene) allocOf(id string) *Alloc {
 // the starving head, or with preemption disabled.
 func TestMove(t *testing.T) {
 	now := t0.Add(10 * time.Second)
+	// Every job started 5 minutes ago, without a checkpoint since.
+	startedRecently := func() *scene {
+		sc := moveScene(5)
+		for _, a := range sc.allocs {
+			a.StartedAt, a.LastCheckpoint = now.Add(-5*time.Minute), time.Time{}
+		}
+		return sc
+	}
 	cases := map[string]struct {
 		sc      func() *scene
 		cfg     func(*Config)
@@ -93,22 +101,10 @@ func TestMove(t *testing.T) {
 			},
 		},
 		"a job that started less than MoveMinRun ago stays": {
-			sc: func() *scene {
-				sc := moveScene(5)
-				for _, a := range sc.allocs {
-					a.StartedAt, a.LastCheckpoint = now.Add(-5*time.Minute), time.Time{}
-				}
-				return sc
-			},
+			sc: startedRecently,
 		},
 		"Config.MoveMinRun shortens the minimum run": {
-			sc: func() *scene {
-				sc := moveScene(5)
-				for _, a := range sc.allocs {
-					a.StartedAt, a.LastCheckpoint = now.Add(-5*time.Minute), time.Time{}
-				}
-				return sc
-			},
+			sc:      startedRecently,
 			cfg:     func(c *Config) { c.MoveMinRun = 4 * time.Minute },
 			victims: []string{"b2<-a/big"},
 		},
