@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	// StarvationTimeout is how long a queue head that does not fit may be
 	// passed by smaller jobs.
 	StarvationTimeout time.Duration
+	// MoveMinRun is how long a job must have run before a move may requeue
+	// it so that a starving head fits (engine.Config.MoveMinRun).
+	MoveMinRun time.Duration
 	// GangTimeout bounds how long an admitted job may wait for all its
 	// allocations to start before it is held and requeued.
 	GangTimeout time.Duration
@@ -142,6 +146,7 @@ func Default() Config {
 			"best-effort": {Priority: 10, Preemptible: true},
 		},
 		StarvationTimeout: 10 * time.Minute,
+		MoveMinRun:        engine.MoveMinRun,
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
@@ -204,7 +209,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateTokens()...)
 	errs = append(errs, c.validateHA()...)
 	for name, d := range map[string]time.Duration{
-		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout,
+		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout, "move_min_run": c.MoveMinRun,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,
 		"backoff_base": c.BackoffBase, "backoff_cap": c.BackoffCap,
 	} {

@@ -16,6 +16,7 @@ type fileConfig struct {
 	DataDir           *string      `hcl:"data_dir"`
 	Governed          []string     `hcl:"governed_namespaces,optional"`
 	StarvationTimeout *string      `hcl:"starvation_timeout"`
+	MoveMinRun        *string      `hcl:"move_min_run"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
 	ResyncBackoffMax  *string      `hcl:"resync_backoff_max"`
@@ -95,6 +96,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		src *string
 	}{
 		"starvation_timeout": {&c.StarvationTimeout, f.StarvationTimeout},
+		"move_min_run":       {&c.MoveMinRun, f.MoveMinRun},
 		"gang_timeout":       {&c.GangTimeout, f.GangTimeout},
 		"cycle_interval":     {&c.CycleInterval, f.CycleInterval},
 		"resync_backoff_max": {&c.ResyncBackoffMax, f.ResyncBackoffMax},
