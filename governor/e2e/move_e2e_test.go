@@ -1,0 +1,180 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/jobmeta"
+	"github.com/allot-sh/allot/internal/testcluster"
+)
+
+// moveConfig: a head starves after 3 s, a job may be moved after 2 s of
+// run, and a moved job waits 1 s before it is admitted again; placement
+// is "pack" (the default).
+const moveConfig = `cycle_interval = "1s"
+starvation_timeout = "3s"
+move_min_run = "2s"
+backoff_base = "1s"
+backoff_cap = "2s"
+`
+
+// TestE2E_Move: a move on the real stack (docs/governor.md, Preemption,
+// "Move"). Three clients of 8 inventory GPUs each (n1 < n2 < n3 by node
+// ID, the engine's first-fit order). team-b runs three 6-GPU jobs (one
+// per node) and two 2-GPU jobs (beside j1 and j2); j1 is stopped: 8 GPUs
+// are free (6 on n1, 2 on n3) but no node has 8. team-a (nominal 24, so
+// only fit fails) submits an 8-GPU job; past the starvation timeout it is
+// its pool's starving head, and the governor moves j4 (requeued, cause
+// move) so that team-a's job runs on n1 and j4 runs again on n3. Nothing
+// else is requeued. team-b stays within its nominal, so reclaim has no
+// victim: only a move lets the head run before a node drains.
+func TestE2E_Move(t *testing.T) {
+	start := time.Now()
+	dir := t.TempDir()
+	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"},
+		Clients: gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")})
+	nomad, err := testcluster.NomadBinary()
+	must.NoError(t, err)
+	e := &env{t: t, c: c, nomad: nomad, dir: dir}
+	e.namespace("team-a", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
+	e.namespace("team-b", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
+	cfg := filepath.Join(dir, "governor.hcl")
+	must.NoError(t, os.WriteFile(cfg, []byte(moveConfig), 0o644))
+	e.g = c.StartGovernor("-config", cfg)
+	e.gov = &allotapi.Client{Address: e.g.Addr}
+	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
+
+	// node is where each team-b job runs, allocs its running allocation.
+	node, allocs := map[string]string{}, map[string]string{}
+	runB := func(id string, gpus int) {
+		e.run("team-b", id, "v1", gpus)
+		a := e.c.WaitForAlloc("team-b", id, 60*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
+		node[id], allocs[id] = a.NodeID, a.ID
+	}
+	for _, id := range []string{"j1", "j2", "j3"} {
+		runB(id, 6)
+	}
+	n1, n2, n3 := node["j1"], node["j2"], node["j3"]
+	must.True(t, n1 < n2 && n2 < n3, must.Sprintf("the 6-GPU jobs are packed first fit in node ID order: %v", node))
+	runB("j4", 2)
+	runB("j5", 2)
+	must.Eq(t, n1, node["j4"], must.Sprintf("j4 is packed beside j1: %v", node))
+	must.Eq(t, n2, node["j5"], must.Sprintf("j5 is packed beside j2: %v", node))
+
+	e.stop("team-b", "j1")
+	e.c.Eventually(30*time.Second, "j1's allocation stopped", func() error {
+		a, _, err := e.c.API.Allocations().Info(allocs["j1"], nil)
+		if err != nil {
+			return err
+		}
+		if !a.ClientTerminalStatus() {
+			return fmt.Errorf("client status %s", a.ClientStatus)
+		}
+		return nil
+	})
+
+	// 6 GPUs free on n1, 0 on n2, 2 on n3: team-a's gang fails only fit.
+	submitted := time.Now()
+	e.run("team-a", "big", "v1", 8)
+	var bigNode string
+	e.c.Eventually(45*time.Second, "team-a/big running", func() error {
+		if a := e.runningAlloc("team-a", "big", ""); a != nil {
+			bigNode = a.NodeID
+			return nil
+		}
+		return e.queueState("team-a", "big")
+	})
+	t.Logf("team-a/big runs %s after its submission", time.Since(submitted).Round(time.Millisecond))
+	must.Eq(t, n1, bigNode, must.Sprint("the head runs on the node the move cleared"))
+
+	// j4 was requeued for the move and runs again, on n3.
+	var j4Node string
+	e.c.Eventually(30*time.Second, "team-b/j4 running again", func() error {
+		if a := e.runningAlloc("team-b", "j4", allocs["j4"]); a != nil {
+			j4Node = a.NodeID
+			return nil
+		}
+		return e.queueState("team-b", "j4")
+	})
+	must.Eq(t, n3, j4Node, must.Sprint("the moved job fits the free GPUs beside j3"))
+	must.Eq(t, 1, jobmeta.Parse(e.job("team-b", "j4").Meta).Requeues)
+
+	e.checkOnlyMove(t, allocs)
+	t.Logf("move e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}
+
+// checkOnlyMove asserts that the governor recorded one preemption, the
+// move of j4 for team-a/big, counted it under reason move, and requeued
+// nothing else: j2, j3 and j5 run on their first allocations.
+func (e *env) checkOnlyMove(t *testing.T, allocs map[string]string) {
+	ds, err := e.gov.Decisions(context.Background())
+	must.NoError(t, err)
+	var preemptions []allotapi.Decision
+	for _, d := range ds.Decisions {
+		must.NotEq(t, "requeue", d.Kind, must.Sprintf("no other requeue: %+v", d))
+		if d.Kind == "preemption" {
+			preemptions = append(preemptions, d)
+		}
+	}
+	must.SliceLen(t, 1, preemptions, must.Sprintf("decisions: %+v", ds.Decisions))
+	p := preemptions[0]
+	must.Eq(t, "team-a/big", p.Namespace+"/"+p.JobID)
+	must.Eq(t, "move", p.Cause, must.Sprintf("decision: %+v", p))
+	must.SliceLen(t, 1, p.Victims, must.Sprintf("decision: %+v", p))
+	must.Eq(t, "team-b/j4", p.Victims[0].Namespace+"/"+p.Victims[0].JobID)
+	must.Less(t, 60.0, p.Victims[0].LostWorkSeconds, must.Sprint("j4 ran well under a minute"))
+
+	var counted []string
+	for _, line := range strings.Split(metrics(t, e.g.Addr), "\n") {
+		if strings.HasPrefix(line, "allot_preemptions_total{") {
+			counted = append(counted, line)
+		}
+	}
+	must.Eq(t, []string{`allot_preemptions_total{reason="move"} 1`}, counted)
+
+	for _, id := range []string{"j2", "j3", "j5"} {
+		must.Zero(t, jobmeta.Parse(e.job("team-b", id).Meta).Requeues, must.Sprintf("%s was not requeued", id))
+		a, _, err := e.c.API.Allocations().Info(allocs[id], nil)
+		must.NoError(t, err)
+		must.Eq(t, api.AllocClientStatusRunning, a.ClientStatus, must.Sprintf("%s runs on its first allocation", id))
+	}
+}
+
+// runningAlloc is a running allocation of ns/id other than skip; nil when
+// there is none.
+func (e *env) runningAlloc(ns, id, skip string) *api.AllocationListStub {
+	e.t.Helper()
+	list, _, err := e.c.API.Jobs().Allocations(id, false, &api.QueryOptions{Namespace: ns})
+	must.NoError(e.t, err)
+	for _, a := range list {
+		if a.ClientStatus == api.AllocClientStatusRunning && a.ID != skip {
+			return a
+		}
+	}
+	return nil
+}
+
+// queueState says why ns/id does not run yet: its state and verdict
+// (/allot/v1/jobs/.../why) and the queue (/allot/v1/queue).
+func (e *env) queueState(ns, id string) error {
+	w, err := e.gov.Why(context.Background(), ns, id)
+	if err != nil {
+		return err
+	}
+	q, err := e.gov.Queue(context.Background())
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s/%s %s: %s; queue %v", ns, id, w.State, w.Reason, queueKeys(q))
+}
