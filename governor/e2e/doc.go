@@ -1,7 +1,7 @@
 // Package e2e holds the governor's whole-stack end-to-end tests: a real
 // Nomad v1.6.1 cluster from internal/testcluster, the real allot-governor,
 // nomad-device-accel and nomad-driver-ckpt binaries, and the nomad CLI
-// through the governor's proxy (admission, preemption, the admission seal,
+// through the governor's proxy (admission, preemption and moves, the admission seal,
 // accounting, ACLs and TLS, idle reclamation, the differential test of the
 // proxy's judgement against what Nomad stores). Run them with
 //
