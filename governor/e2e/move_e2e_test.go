@@ -32,21 +32,29 @@ backoff_cap = "2s"
 // TestE2E_Move: a move on the real stack (docs/governor.md, Preemption,
 // "Move"). Three clients of 8 inventory GPUs each (n1 < n2 < n3 by node
 // ID, the engine's first-fit order). team-b runs three 6-GPU jobs (one
-// per node) and two 2-GPU jobs (beside j1 and j2); j1 is stopped: 8 GPUs
+// per node) and two 2-GPU jobs (beside j1 and j2; j4 is a toy trainer on
+// the ckpt driver that checkpoints every second); j1 is stopped: 8 GPUs
 // are free (6 on n1, 2 on n3) but no node has 8. team-a (nominal 24, so
 // only fit fails) submits an 8-GPU job; past the starvation timeout it is
 // its pool's starving head, and the governor moves j4 (requeued, cause
-// move) so that team-a's job runs on n1 and j4 runs again on n3. Nothing
-// else is requeued. team-b stays within its nominal, so reclaim has no
+// move) so that team-a's job runs on n1 and j4 runs again on n3, resumed
+// from the checkpoint it saved when stopped. Nothing else is requeued. team-b stays within its nominal, so reclaim has no
 // victim: only a move lets the head run before a node drains.
 func TestE2E_Move(t *testing.T) {
 	start := time.Now()
-	dir := t.TempDir()
-	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel"},
-		Clients: gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")})
+	dir, root := t.TempDir(), t.TempDir()
+	clients := gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")
+	for _, cl := range clients {
+		// One checkpoint root for all clients (shared storage): the moved
+		// trainer resumes on another node.
+		cl.PluginConfig["nomad-driver-ckpt"] = fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\n%s",
+			root, testcluster.CkptUnisolated)
+	}
+	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel", "nomad-driver-ckpt"}, Clients: clients})
 	nomad, err := testcluster.NomadBinary()
 	must.NoError(t, err)
 	e := &env{t: t, c: c, nomad: nomad, dir: dir}
+	pe := &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
 	e.namespace("team-a", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
 	e.namespace("team-b", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
 	cfg := filepath.Join(dir, "governor.hcl")
@@ -58,7 +66,13 @@ func TestE2E_Move(t *testing.T) {
 	// node is where each team-b job runs, allocs its running allocation.
 	node, allocs := map[string]string{}, map[string]string{}
 	runB := func(id string, gpus int) {
-		e.run("team-b", id, "v1", gpus)
+		if id == "j4" {
+			// The job to be moved: a toy trainer on the ckpt driver that
+			// saves a checkpoint every second.
+			pe.train("team-b", id, "standard", 1, gpus, "-step-time", "100ms", "-save-every", "10")
+		} else {
+			e.run("team-b", id, "v1", gpus)
+		}
 		a := e.c.WaitForAlloc("team-b", id, 60*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
 		node[id], allocs[id] = a.NodeID, a.ID
 	}
@@ -72,6 +86,12 @@ func TestE2E_Move(t *testing.T) {
 	must.Eq(t, n1, node["j4"], must.Sprintf("j4 is packed beside j1: %v", node))
 	must.Eq(t, n2, node["j5"], must.Sprintf("j5 is packed beside j2: %v", node))
 
+	e.c.Eventually(30*time.Second, "j4 checkpointed on its own", func() error {
+		if !pe.hasEvent(allocs["j4"], "^Checkpoint saved") {
+			return fmt.Errorf("no checkpoint event yet")
+		}
+		return nil
+	})
 	e.stop("team-b", "j1")
 	e.c.Eventually(30*time.Second, "j1's allocation stopped", func() error {
 		a, _, err := e.c.API.Allocations().Info(allocs["j1"], nil)
@@ -99,16 +119,17 @@ func TestE2E_Move(t *testing.T) {
 	must.Eq(t, n1, bigNode, must.Sprint("the head runs on the node the move cleared"))
 
 	// j4 was requeued for the move and runs again, on n3.
-	var j4Node string
+	var j4Node, j4Alloc string
 	e.c.Eventually(30*time.Second, "team-b/j4 running again", func() error {
 		if a := e.runningAlloc("team-b", "j4", allocs["j4"]); a != nil {
-			j4Node = a.NodeID
+			j4Node, j4Alloc = a.NodeID, a.ID
 			return nil
 		}
 		return e.queueState("team-b", "j4")
 	})
 	must.Eq(t, n3, j4Node, must.Sprint("the moved job fits the free GPUs beside j3"))
 	must.Eq(t, 1, jobmeta.Parse(e.job("team-b", "j4").Meta).Requeues)
+	pe.checkMovedResumes(t, allocs["j4"], j4Alloc)
 
 	e.checkOnlyMove(t, allocs)
 	t.Logf("move e2e: %s in all", time.Since(start).Round(time.Millisecond))
@@ -133,7 +154,8 @@ func (e *env) checkOnlyMove(t *testing.T, allocs map[string]string) {
 	must.Eq(t, "move", p.Cause, must.Sprintf("decision: %+v", p))
 	must.SliceLen(t, 1, p.Victims, must.Sprintf("decision: %+v", p))
 	must.Eq(t, "team-b/j4", p.Victims[0].Namespace+"/"+p.Victims[0].JobID)
-	must.Less(t, 60.0, p.Victims[0].LostWorkSeconds, must.Sprint("j4 ran well under a minute"))
+	t.Logf("the move: %s; j4 loses %.1f s of work", p.Reason, p.Victims[0].LostWorkSeconds)
+	must.Less(t, 5.0, p.Victims[0].LostWorkSeconds, must.Sprint("j4 checkpointed about a second before the move"))
 
 	var counted []string
 	for _, line := range strings.Split(metrics(t, e.g.Addr), "\n") {
@@ -177,4 +199,23 @@ func (e *env) queueState(ns, id string) error {
 		return err
 	}
 	return fmt.Errorf("%s/%s %s: %s; queue %v", ns, id, w.State, w.Reason, queueKeys(q))
+}
+
+// checkMovedResumes asserts that the moved trainer checkpointed when its
+// allocation old was stopped and that its new allocation resumed from
+// that step: the move lost no work.
+func (e *preemptEnv) checkMovedResumes(t *testing.T, old, resumed string) {
+	must.True(t, e.hasEvent(old, "^Checkpoint requested"), must.Sprint(e.c.TaskEvents(old, "train")))
+	m := requestedStep.FindStringSubmatch(e.c.TaskLogs(old, "train", "stdout"))
+	must.SliceLen(t, 2, m, must.Sprint("j4 checkpointed when it was moved"))
+	var started []string
+	e.c.Eventually(30*time.Second, "j4 resumed", func() error {
+		if started = startedStep.FindStringSubmatch(e.c.TaskLogs(resumed, "train", "stdout")); started == nil {
+			return fmt.Errorf("no start line yet")
+		}
+		return nil
+	})
+	must.Eq(t, m[1], started[1], must.Sprint("j4 resumes from the step it checkpointed when moved"))
+	t.Logf("j4 checkpointed step %s when moved and resumed from it", m[1])
+	must.NotEq(t, "0", started[1])
 }
