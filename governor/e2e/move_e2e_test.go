@@ -38,71 +38,16 @@ backoff_cap = "2s"
 // only fit fails) submits an 8-GPU job; past the starvation timeout it is
 // its pool's starving head, and the governor moves j4 (requeued, cause
 // move) so that team-a's job runs on n1 and j4 runs again on n3, resumed
-// from the checkpoint it saved when stopped. Nothing else is requeued. team-b stays within its nominal, so reclaim has no
-// victim: only a move lets the head run before a node drains.
+// from the checkpoint it saved when stopped. Nothing else is requeued.
+// team-b stays within its nominal, so reclaim has no victim: only a move
+// lets the head run before a node drains.
 func TestE2E_Move(t *testing.T) {
 	start := time.Now()
-	dir, root := t.TempDir(), t.TempDir()
-	clients := gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")
-	for _, cl := range clients {
-		// One checkpoint root for all clients (shared storage): the moved
-		// trainer resumes on another node.
-		cl.PluginConfig["nomad-driver-ckpt"] = fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\n%s",
-			root, testcluster.CkptUnisolated)
-	}
-	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel", "nomad-driver-ckpt"}, Clients: clients})
-	nomad, err := testcluster.NomadBinary()
-	must.NoError(t, err)
-	e := &env{t: t, c: c, nomad: nomad, dir: dir}
-	pe := &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
-	e.namespace("team-a", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
-	e.namespace("team-b", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
-	cfg := filepath.Join(dir, "governor.hcl")
-	must.NoError(t, os.WriteFile(cfg, []byte(moveConfig), 0o644))
-	e.g = c.StartGovernor("-config", cfg)
-	e.gov = &allotapi.Client{Address: e.g.Addr}
+	pe := newMoveEnv(t)
+	e := pe.env
 	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
-
-	// node is where each team-b job runs, allocs its running allocation.
-	node, allocs := map[string]string{}, map[string]string{}
-	runB := func(id string, gpus int) {
-		if id == "j4" {
-			// The job to be moved: a toy trainer on the ckpt driver that
-			// saves a checkpoint every second.
-			pe.train("team-b", id, "standard", 1, gpus, "-step-time", "100ms", "-save-every", "10")
-		} else {
-			e.run("team-b", id, "v1", gpus)
-		}
-		a := e.c.WaitForAlloc("team-b", id, 60*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
-		node[id], allocs[id] = a.NodeID, a.ID
-	}
-	for _, id := range []string{"j1", "j2", "j3"} {
-		runB(id, 6)
-	}
-	n1, n2, n3 := node["j1"], node["j2"], node["j3"]
-	must.True(t, n1 < n2 && n2 < n3, must.Sprintf("the 6-GPU jobs are packed first fit in node ID order: %v", node))
-	runB("j4", 2)
-	runB("j5", 2)
-	must.Eq(t, n1, node["j4"], must.Sprintf("j4 is packed beside j1: %v", node))
-	must.Eq(t, n2, node["j5"], must.Sprintf("j5 is packed beside j2: %v", node))
-
-	e.c.Eventually(30*time.Second, "j4 checkpointed on its own", func() error {
-		if !pe.hasEvent(allocs["j4"], "^Checkpoint saved") {
-			return fmt.Errorf("no checkpoint event yet")
-		}
-		return nil
-	})
-	e.stop("team-b", "j1")
-	e.c.Eventually(30*time.Second, "j1's allocation stopped", func() error {
-		a, _, err := e.c.API.Allocations().Info(allocs["j1"], nil)
-		if err != nil {
-			return err
-		}
-		if !a.ClientTerminalStatus() {
-			return fmt.Errorf("client status %s", a.ClientStatus)
-		}
-		return nil
-	})
+	node, allocs := pe.fragment(t)
+	n1, n3 := node["j1"], node["j3"]
 
 	// 6 GPUs free on n1, 0 on n2, 2 on n3: team-a's gang fails only fit.
 	submitted := time.Now()
@@ -133,6 +78,78 @@ func TestE2E_Move(t *testing.T) {
 
 	e.checkOnlyMove(t, allocs)
 	t.Logf("move e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}
+
+// newMoveEnv starts three clients of 8 inventory GPUs (pool gpu, the ckpt
+// driver with one shared checkpoint root), team-a and team-b with a
+// nominal of 24 GPUs each, and a governor with moveConfig.
+func newMoveEnv(t *testing.T) *preemptEnv {
+	dir, root := t.TempDir(), t.TempDir()
+	clients := gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")
+	for _, cl := range clients {
+		// One checkpoint root for all clients (shared storage): the moved
+		// trainer resumes on another node.
+		cl.PluginConfig["nomad-driver-ckpt"] = fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\n%s",
+			root, testcluster.CkptUnisolated)
+	}
+	c := testcluster.New(t, testcluster.Options{Plugins: []string{"nomad-device-accel", "nomad-driver-ckpt"}, Clients: clients})
+	nomad, err := testcluster.NomadBinary()
+	must.NoError(t, err)
+	e := &env{t: t, c: c, nomad: nomad, dir: dir}
+	e.namespace("team-a", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
+	e.namespace("team-b", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
+	cfg := filepath.Join(dir, "governor.hcl")
+	must.NoError(t, os.WriteFile(cfg, []byte(moveConfig), 0o644))
+	e.g = c.StartGovernor("-config", cfg)
+	e.gov = &allotapi.Client{Address: e.g.Addr}
+	return &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
+}
+
+// fragment runs team-b's j1, j2, j3 (6 GPUs) and j4, j5 (2 GPUs) one by
+// one, checks that first fit put them on n1, n2, n3, n1, n2, waits for
+// j4's first checkpoint and stops j1. It returns each job's node and
+// running allocation.
+func (e *preemptEnv) fragment(t *testing.T) (node, allocs map[string]string) {
+	node, allocs = map[string]string{}, map[string]string{}
+	runB := func(id string, gpus int) {
+		if id == "j4" {
+			// The job to be moved: a toy trainer on the ckpt driver that
+			// saves a checkpoint every second.
+			e.train("team-b", id, "standard", 1, gpus, "-step-time", "100ms", "-save-every", "10")
+		} else {
+			e.run("team-b", id, "v1", gpus)
+		}
+		a := e.c.WaitForAlloc("team-b", id, 60*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
+		node[id], allocs[id] = a.NodeID, a.ID
+	}
+	for _, id := range []string{"j1", "j2", "j3"} {
+		runB(id, 6)
+	}
+	n1, n2, n3 := node["j1"], node["j2"], node["j3"]
+	must.True(t, n1 < n2 && n2 < n3, must.Sprintf("the 6-GPU jobs are packed first fit in node ID order: %v", node))
+	runB("j4", 2)
+	runB("j5", 2)
+	must.Eq(t, n1, node["j4"], must.Sprintf("j4 is packed beside j1: %v", node))
+	must.Eq(t, n2, node["j5"], must.Sprintf("j5 is packed beside j2: %v", node))
+
+	e.c.Eventually(30*time.Second, "j4 checkpointed on its own", func() error {
+		if !e.hasEvent(allocs["j4"], "^Checkpoint saved") {
+			return fmt.Errorf("no checkpoint event yet")
+		}
+		return nil
+	})
+	e.stop("team-b", "j1")
+	e.c.Eventually(30*time.Second, "j1's allocation stopped", func() error {
+		a, _, err := e.c.API.Allocations().Info(allocs["j1"], nil)
+		if err != nil {
+			return err
+		}
+		if !a.ClientTerminalStatus() {
+			return fmt.Errorf("client status %s", a.ClientStatus)
+		}
+		return nil
+	})
+	return node, allocs
 }
 
 // checkOnlyMove asserts that the governor recorded one preemption, the
