@@ -37,15 +37,6 @@ func (sc *scene) job(id string) *Job {
 	return nil
 }
 
-func (sc *scene) allocOf(id string) *Alloc {
-	for _, a := range sc.allocs {
-		if a.JobID == id {
-			return a
-		}
-	}
-	return nil
-}
-
 // TestMove: the starving head that fails only fit moves the cheapest
 // jobs off the least used node when each fits elsewhere at once; no move
 // when a moved job would not fit elsewhere, would lose more than
