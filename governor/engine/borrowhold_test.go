@@ -62,6 +62,35 @@ func TestStarvedHeadPreempts(t *testing.T) {
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
 }
 
+// TestStarvedHeadPreemptsAnyClass: a starved head of class low takes
+// back lent capacity from a borrower's standard job, as reclaim would;
+// the same low gang before it starves (no head) may not preempt above
+// its class. (The scene's standard jobs that would start on n3 first,
+// walked before the low gang, are left out.)
+func TestStarvedHeadPreemptsAnyClass(t *testing.T) {
+	lowHead := func(waited time.Duration) *scene {
+		sc := borrowScene(5)
+		var keep []*Job
+		for _, j := range sc.jobs {
+			if j.ID == "big" {
+				j.Class, j.QueuedAt = "low", t0.Add(10*time.Second).Add(-waited)
+			}
+			if j.ID != "quick" && j.ID != "own" {
+				keep = append(keep, j)
+			}
+		}
+		sc.jobs = keep
+		return sc
+	}
+	p := Decide(testConfig(), lowHead(time.Hour).snap())
+	must.Eq(t, []string{"b2<-a/big"}, victimsOf(p))
+	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
+
+	p = Decide(testConfig(), lowHead(time.Minute).snap())
+	must.Nil(t, victimsOf(p))
+	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
+}
+
 // TestReservationForTheMostStarved: two gangs starve; the walk meets b's
 // high-class gang first, but the pool's reservation goes to a's, whose
 // tenant has the lowest share (6 of 28 against b's 12 of 4).
