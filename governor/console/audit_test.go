@@ -34,7 +34,7 @@ func TestAuditViewFilters(t *testing.T) {
 				must.StrContains(t, body, s)
 			}
 			for _, s := range tc.wantNot {
-				must.StrNotContains(t, body, s)
+				must.StrNotContains(t, withoutTokens(body), s)
 			}
 		})
 	}
@@ -47,8 +47,8 @@ func TestAuditViewFilters(t *testing.T) {
 	b.signIn("ml")
 	status, body, _ = b.get("/ui/audit?window=24h&verify=1")
 	must.Eq(t, http.StatusOK, status)
-	must.StrNotContains(t, body, "Verify the hash chain")
-	must.StrNotContains(t, body, "hash chain holds")
+	must.StrNotContains(t, withoutTokens(body), "Verify the hash chain")
+	must.StrNotContains(t, withoutTokens(body), "hash chain holds")
 }
 
 // TestAuditKindPrefixesMatchTheWriters: the job- filter covers the kinds
@@ -106,7 +106,7 @@ func TestReportParamsHostile(t *testing.T) {
 				must.StrContains(t, body, s)
 			}
 			for _, s := range tc.wantNot {
-				must.StrNotContains(t, body, s)
+				must.StrNotContains(t, withoutTokens(body), s)
 			}
 		})
 	}

@@ -112,7 +112,7 @@ func TestQueueAPICarriesTheReasonsCheck(t *testing.T) {
 	must.Eq(t, &allotapi.Check{Name: "fit", Detail: fitCheck.Detail}, byID["fitj"].ReasonCheck)
 	must.Nil(t, byID["child"].ReasonCheck, must.Sprint("a reason that is not its check's text carries none"))
 	must.Nil(t, byID["held"].ReasonCheck)
-	must.StrNotContains(t, body, `"ReasonCheck":null`, must.Sprint("absent, not null: old readers see no change"))
+	must.StrNotContains(t, withoutTokens(body), `"ReasonCheck":null`, must.Sprint("absent, not null: old readers see no change"))
 }
 
 func TestReasonNamesAreEscaped(t *testing.T) {
@@ -124,8 +124,8 @@ func TestReasonNamesAreEscaped(t *testing.T) {
 	for _, path := range []string{"/ui/queue?lang=zh", "/ui/tenants/ml", "/ui/jobs/ml/h", "/ui/queue?lang=en", "/ui/jobs/ml/h"} {
 		status, body, _ := b.get(path)
 		must.Eq(t, http.StatusOK, status, must.Sprint(path))
-		must.StrNotContains(t, body, hostile, must.Sprint(path))
-		must.StrNotContains(t, body, "<b>c</b>", must.Sprint(path))
+		must.StrNotContains(t, withoutTokens(body), hostile, must.Sprint(path))
+		must.StrNotContains(t, withoutTokens(body), "<b>c</b>", must.Sprint(path))
 		must.StrContains(t, body, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;", must.Sprint(path))
 		must.StrContains(t, body, "&lt;b&gt;c&lt;/b&gt;", must.Sprint(path))
 	}

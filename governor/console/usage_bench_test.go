@@ -104,7 +104,7 @@ func TestBigReportPages(t *testing.T) {
 			body := rec.Body.String()
 			must.Eq(t, 200, strings.Count(body, "<tr data-seq="), must.Sprint("the newest 200 are shown"))
 			must.StrContains(t, body, `<tr data-seq="1000">`)
-			must.StrNotContains(t, body, `<tr data-seq="800">`)
+			must.StrNotContains(t, withoutTokens(body), `<tr data-seq="800">`)
 		}
 		if path == reportPages[4] {
 			must.Eq(t, 50, strings.Count(rec.Body.String(), "<td>team-07</td>"))
