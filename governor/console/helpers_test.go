@@ -237,7 +237,6 @@ func (b *browser) do(req *http.Request) (int, string, *http.Response) {
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// csrf finds the CSRF token of the first form on a page.
 // withoutTokens blanks the random CSRF values a page carries: a check
 // that a page does not show a short string ("a2") must not fail on the
 // 1 % of random tokens that happen to contain it.
@@ -245,6 +244,7 @@ func withoutTokens(body string) string {
 	return csrfRE.ReplaceAllString(body, `name="csrf" value=""`)
 }
 
+// csrf finds the CSRF token of the first form on a page.
 func csrf(t testing.TB, body string) string {
 	m := csrfRE.FindStringSubmatch(body)
 	must.SliceLen(t, 2, m, must.Sprint("no csrf field in page"))
