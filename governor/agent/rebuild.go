@@ -70,11 +70,15 @@ func newWatchRunner(w *cluster.Watcher) *watchRunner {
 	return r
 }
 
-// start runs the watcher until parent ends or the next restart.
+// start runs the watcher until parent ends or the next restart; a no-op
+// when a rebuild already started it (an HA term can be won before the
+// agent starts the watcher).
 func (r *watchRunner) start(parent context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.startLocked(parent)
+	if r.cancel == nil {
+		r.startLocked(parent)
+	}
 }
 
 func (r *watchRunner) startLocked(parent context.Context) {
@@ -111,12 +115,14 @@ func (r *watchRunner) rebuild(ctx, parent context.Context) bool {
 	return r.restart(ctx, parent)
 }
 
-// restart restarts the watcher and waits until it has loaded a fresh full
-// listing into the store (or ctx ends: false).
+// restart (re)starts the watcher and waits until it has loaded a fresh
+// full listing into the store (or ctx ends: false).
 func (r *watchRunner) restart(ctx, parent context.Context) bool {
 	r.mu.Lock()
-	r.cancel()
-	<-r.done
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
 	loaded := r.src.next() // registered after the old watcher is gone
 	r.startLocked(parent)
 	r.mu.Unlock()

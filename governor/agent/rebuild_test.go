@@ -80,3 +80,30 @@ func TestRebuildRestartsTheWatcher(t *testing.T) {
 	cancelDone()
 	must.False(t, r.rebuild(done, ctx), must.Sprint("an ended term stops waiting"))
 }
+
+// TestRebuildBeforeStart: an HA term won before the agent starts the
+// watcher (startHA runs first) rebuilds by starting it, and the agent's
+// later start runs no second watcher. It panicked once (nil cancel),
+// seen in TestE2E_HAFailover.
+func TestRebuildBeforeStart(t *testing.T) {
+	src := &listingSource{}
+	store := cluster.NewStore(quota.NewBook([]string{"standard"}), nil)
+	w := &cluster.Watcher{Source: src, Store: store, Log: hclog.NewNullLogger(), After: time.After, BackoffMax: time.Second}
+	r := newWatchRunner(w)
+	r.catchUp = nil // as when the barrier fails: the restart path
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wait, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	must.True(t, r.rebuild(wait, ctx))
+	listings, streams := src.seen()
+	must.Eq(t, 1, listings)
+	must.Eq(t, []uint64{100}, streams)
+	r.mu.Lock()
+	running := r.done
+	r.mu.Unlock()
+	r.start(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	must.True(t, running == r.done, must.Sprint("start left the running watcher alone"))
+}
