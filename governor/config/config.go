@@ -45,6 +45,9 @@ type Config struct {
 	// MoveMinRun is how long a job must have run before a move may requeue
 	// it so that a starving head fits (engine.Config.MoveMinRun).
 	MoveMinRun time.Duration
+	// FairMinRun is how long a job must have run before a fairness
+	// preemption may requeue it (engine.Config.FairMinRun).
+	FairMinRun time.Duration
 	// GangTimeout bounds how long an admitted job may wait for all its
 	// allocations to start before it is held and requeued.
 	GangTimeout time.Duration
@@ -147,6 +150,7 @@ func Default() Config {
 		},
 		StarvationTimeout: 10 * time.Minute,
 		MoveMinRun:        engine.MoveMinRun,
+		FairMinRun:        engine.FairMinRun,
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
@@ -210,6 +214,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateHA()...)
 	for name, d := range map[string]time.Duration{
 		"starvation_timeout": c.StarvationTimeout, "gang_timeout": c.GangTimeout, "move_min_run": c.MoveMinRun,
+		"fair_min_run":   c.FairMinRun,
 		"cycle_interval": c.CycleInterval, "resync_backoff_max": c.ResyncBackoffMax,
 		"backoff_base": c.BackoffBase, "backoff_cap": c.BackoffCap,
 	} {

@@ -17,6 +17,7 @@ type fileConfig struct {
 	Governed          []string     `hcl:"governed_namespaces,optional"`
 	StarvationTimeout *string      `hcl:"starvation_timeout"`
 	MoveMinRun        *string      `hcl:"move_min_run"`
+	FairMinRun        *string      `hcl:"fair_min_run"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
 	ResyncBackoffMax  *string      `hcl:"resync_backoff_max"`
@@ -97,6 +98,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	}{
 		"starvation_timeout": {&c.StarvationTimeout, f.StarvationTimeout},
 		"move_min_run":       {&c.MoveMinRun, f.MoveMinRun},
+		"fair_min_run":       {&c.FairMinRun, f.FairMinRun},
 		"gang_timeout":       {&c.GangTimeout, f.GangTimeout},
 		"cycle_interval":     {&c.CycleInterval, f.CycleInterval},
 		"resync_backoff_max": {&c.ResyncBackoffMax, f.ResyncBackoffMax},

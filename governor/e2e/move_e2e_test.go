@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestE2E_Move(t *testing.T) {
 	})
 	must.Eq(t, n3, j4Node, must.Sprint("the moved job fits the free GPUs beside j3"))
 	must.Eq(t, 1, jobmeta.Parse(e.job("team-b", "j4").Meta).Requeues)
-	pe.checkMovedResumes(t, allocs["j4"], j4Alloc)
+	pe.checkResumed(t, "j4", allocs["j4"], j4Alloc)
 
 	e.checkOnlyMove(t, allocs)
 	t.Logf("move e2e: %s in all", time.Since(start).Round(time.Millisecond))
@@ -84,11 +85,20 @@ func TestE2E_Move(t *testing.T) {
 // driver with one shared checkpoint root), team-a and team-b with a
 // nominal of 24 GPUs each, and a governor with moveConfig.
 func newMoveEnv(t *testing.T) *preemptEnv {
+	return newCkptEnv(t, moveConfig, map[string]map[string]string{
+		"team-a": {"allot.quota.gpu": "24", "allot.limit.gpu": "24"},
+		"team-b": {"allot.quota.gpu": "24", "allot.limit.gpu": "24"},
+	})
+}
+
+// newCkptEnv starts three clients of 8 inventory GPUs each (pool gpu,
+// the ckpt driver with one shared checkpoint root: a requeued trainer
+// resumes on any node), the namespaces with their meta and a governor
+// with config cfg.
+func newCkptEnv(t *testing.T, cfg string, namespaces map[string]map[string]string) *preemptEnv {
 	dir, root := t.TempDir(), t.TempDir()
 	clients := gpuClients(t, dir, 8, "gpu-1", "gpu-2", "gpu-3")
 	for _, cl := range clients {
-		// One checkpoint root for all clients (shared storage): the moved
-		// trainer resumes on another node.
 		cl.PluginConfig["nomad-driver-ckpt"] = fmt.Sprintf("checkpoint_root = %q\npoll_interval = \"100ms\"\nsaved_event_interval = \"1s\"\n%s",
 			root, testcluster.CkptUnisolated)
 	}
@@ -96,11 +106,17 @@ func newMoveEnv(t *testing.T) *preemptEnv {
 	nomad, err := testcluster.NomadBinary()
 	must.NoError(t, err)
 	e := &env{t: t, c: c, nomad: nomad, dir: dir}
-	e.namespace("team-a", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
-	e.namespace("team-b", map[string]string{"allot.quota.gpu": "24", "allot.limit.gpu": "24"})
-	cfg := filepath.Join(dir, "governor.hcl")
-	must.NoError(t, os.WriteFile(cfg, []byte(moveConfig), 0o644))
-	e.g = c.StartGovernor("-config", cfg)
+	names := make([]string, 0, len(namespaces))
+	for ns := range namespaces {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	for _, ns := range names {
+		e.namespace(ns, namespaces[ns])
+	}
+	p := filepath.Join(dir, "governor.hcl")
+	must.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
+	e.g = c.StartGovernor("-config", p)
 	e.gov = &allotapi.Client{Address: e.g.Addr}
 	return &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
 }
@@ -218,21 +234,21 @@ func (e *env) queueState(ns, id string) error {
 	return fmt.Errorf("%s/%s %s: %s; queue %v", ns, id, w.State, w.Reason, queueKeys(q))
 }
 
-// checkMovedResumes asserts that the moved trainer checkpointed when its
-// allocation old was stopped and that its new allocation resumed from
-// that step: the move lost no work.
-func (e *preemptEnv) checkMovedResumes(t *testing.T, old, resumed string) {
+// checkResumed asserts that trainer id checkpointed when its allocation
+// old was stopped (moved or preempted) and that its new allocation
+// resumed from that step: it lost no work.
+func (e *preemptEnv) checkResumed(t *testing.T, id, old, resumed string) {
 	must.True(t, e.hasEvent(old, "^Checkpoint requested"), must.Sprint(e.c.TaskEvents(old, "train")))
 	m := requestedStep.FindStringSubmatch(e.c.TaskLogs(old, "train", "stdout"))
-	must.SliceLen(t, 2, m, must.Sprint("j4 checkpointed when it was moved"))
+	must.SliceLen(t, 2, m, must.Sprintf("%s checkpointed when it was stopped", id))
 	var started []string
-	e.c.Eventually(30*time.Second, "j4 resumed", func() error {
+	e.c.Eventually(30*time.Second, id+" resumed", func() error {
 		if started = startedStep.FindStringSubmatch(e.c.TaskLogs(resumed, "train", "stdout")); started == nil {
 			return fmt.Errorf("no start line yet")
 		}
 		return nil
 	})
-	must.Eq(t, m[1], started[1], must.Sprint("j4 resumes from the step it checkpointed when moved"))
-	t.Logf("j4 checkpointed step %s when moved and resumed from it", m[1])
+	must.Eq(t, m[1], started[1], must.Sprintf("%s resumes from the step it checkpointed when stopped", id))
+	t.Logf("%s checkpointed step %s when stopped and resumed from it", id, m[1])
 	must.NotEq(t, "0", started[1])
 }

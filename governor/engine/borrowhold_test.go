@@ -85,10 +85,28 @@ func TestStarvedHeadPreemptsAnyClass(t *testing.T) {
 	p := Decide(testConfig(), lowHead(time.Hour).snap())
 	must.Eq(t, []string{"b2<-a/big"}, victimsOf(p))
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
+	must.StrContains(t, p.Preemptions[0].Reason, "its cohort's starved head")
 
 	p = Decide(testConfig(), lowHead(time.Minute).snap())
 	must.Nil(t, victimsOf(p))
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
+}
+
+// TestFairMinRun: a job that started within the fairness minimum run is
+// no victim of a starved head: b2, started a minute ago, stays under the
+// default FairMinRun (2 minutes) and is taken with Config.FairMinRun 30 s.
+func TestFairMinRun(t *testing.T) {
+	sc := borrowScene(1)
+	sc.allocs[len(sc.allocs)-1].StartedAt = t0.Add(10 * time.Second).Add(-time.Minute)
+	p := Decide(testConfig(), sc.snap())
+	must.Nil(t, victimsOf(p))
+	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
+
+	cfg := testConfig()
+	cfg.FairMinRun = 30 * time.Second
+	p = Decide(cfg, sc.snap())
+	must.Eq(t, []string{"b2<-a/big"}, victimsOf(p))
+	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
 }
 
 // TestReservationForTheMostStarved: two gangs starve; the walk meets b's

@@ -32,7 +32,8 @@ const (
 	FairShareGap = 0.1
 	FairLostWork = 30 * time.Minute
 	// FairMinRun: a job that started less than this ago (say, the
-	// preemptor of a preemption that just ran) is no fairness victim.
+	// preemptor of a preemption that just ran) is no fairness victim
+	// (Config.FairMinRun overrides it).
 	FairMinRun = 2 * time.Minute
 )
 
@@ -49,6 +50,7 @@ type fairPreemption struct {
 	prio    int
 	after   float64 // the preemptor's tenant's share after admitting j
 	cluster quota.Vector
+	minRun  time.Duration
 	// head: the preemptor is its cohort's starved head (borrowhold.go):
 	// victims' tenants need only keep their nominal quota after losing
 	// them, not a share above the preemptor's, and victims of any class
@@ -64,22 +66,31 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 	if math.IsInf(after, 0) || math.IsNaN(after) {
 		return nil
 	}
-	return &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster}
+	return &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster,
+		minRun: cy.cfg.fairMinRun()}
 }
 
 // victim reports whether v may be preempted for fairness on its own.
 // Capacity does not go back and forth: a tenant never takes back from a
 // tenant whose preemptions requeued its jobs within reclaimWindow, and a
-// job that started within FairMinRun is no fairness victim.
+// job that started within Config.FairMinRun is no fairness victim.
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
 	if v.acct == f.acct || (v.prio > f.prio && !f.head) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
-		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < FairMinRun {
+		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
 		return false
 	}
 	if f.head {
 		return v.acct.keepsNominal(v.use)
 	}
 	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+FairShareGap
+}
+
+// fairMinRun is Config.FairMinRun, FairMinRun when unset.
+func (c Config) fairMinRun() time.Duration {
+	if c.FairMinRun > 0 {
+		return c.FairMinRun
+	}
+	return FairMinRun
 }
 
 // keepsNominal reports whether the tenant still uses at least its

@@ -329,7 +329,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		cause = CauseMove
 	}
 	p.Cause = cause
-	p.Reason = preemptReason(p.Class, acct, cause, s.req)
+	p.Reason = preemptReason(p.Class, acct, cause, s.req, s.fair != nil && s.fair.head)
 	for _, v := range set {
 		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint", j.Key(), cause, p.Reason, v.lost.Round(time.Second))
 		if v.j.Dispatched {
@@ -348,7 +348,11 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	return fmt.Sprintf("preempting %s (%s); admitted once their resources are free", strings.Join(names, ", "), cause)
 }
 
-func preemptReason(class string, acct *account, cause string, req quota.Vector) string {
+func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool) string {
+	if cause == CauseFairShare && head {
+		return fmt.Sprintf("the job is its cohort's starved head (tenant %s uses less than %.2f of its nominal quota and the job waited past the starvation timeout): it takes back lent capacity from tenants that keep their nominal quota, of any preemptible class (victims lose ≤ %s of work)",
+			acct.t.Namespace, HoldShareMax, FairLostWork)
+	}
 	switch cause {
 	case CausePriority:
 		return fmt.Sprintf("class %s of tenant %s outranks the victims' class", class, acct.t.Namespace)

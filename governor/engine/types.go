@@ -271,6 +271,9 @@ type Config struct {
 	// MoveMinRun is how long a job runs before a move (move.go) may take
 	// it; zero means MoveMinRun (10 minutes).
 	MoveMinRun time.Duration
+	// FairMinRun is how long a job runs before a fairness preemption
+	// (fairpreempt.go) may take it; zero means FairMinRun (2 minutes).
+	FairMinRun time.Duration
 	// GovernSystemJobs admits system and sysbatch jobs of governed
 	// namespaces like any other job, counted per eligible node; false
 	// (the default, config system_jobs = "refuse") holds them with a

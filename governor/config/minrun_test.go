@@ -1,0 +1,46 @@
+package config
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// TestMinRuns: move_min_run and fair_min_run reach the engine (10m and
+// 2m by default, as engine.MoveMinRun and engine.FairMinRun) and must be
+// positive durations.
+func TestMinRuns(t *testing.T) {
+	type minRuns struct{ move, fair time.Duration }
+	cases := map[string]struct {
+		file    string
+		want    minRuns
+		wantErr string
+	}{
+		"defaults":                {file: ``, want: minRuns{10 * time.Minute, 2 * time.Minute}},
+		"move in seconds":         {file: `move_min_run = "5s"`, want: minRuns{5 * time.Second, 2 * time.Minute}},
+		"move in hours":           {file: `move_min_run = "2h"`, want: minRuns{2 * time.Hour, 2 * time.Minute}},
+		"fair in seconds":         {file: `fair_min_run = "3s"`, want: minRuns{10 * time.Minute, 3 * time.Second}},
+		"both":                    {file: "move_min_run = \"1m\"\nfair_min_run = \"30m\"", want: minRuns{time.Minute, 30 * time.Minute}},
+		"zero is refused":         {file: `move_min_run = "0s"`, wantErr: "move_min_run must be positive, got 0s"},
+		"negative is refused":     {file: `move_min_run = "-1m"`, wantErr: "move_min_run must be positive, got -1m0s"},
+		"fair zero is refused":    {file: `fair_min_run = "0s"`, wantErr: "fair_min_run must be positive, got 0s"},
+		"not a duration":          {file: `move_min_run = "soon"`, wantErr: `move_min_run: time: invalid duration "soon"`},
+		"fair not a duration":     {file: `fair_min_run = "later"`, wantErr: `fair_min_run: time: invalid duration "later"`},
+		"a number is no duration": {file: `fair_min_run = 600`, wantErr: `fair_min_run: time: missing unit in duration "600"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := Load([]string{"-config", writeFile(t, tc.file)}, noEnv, io.Discard)
+			if tc.wantErr != "" {
+				must.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.want, minRuns{c.MoveMinRun, c.FairMinRun})
+			ec := c.Engine()
+			must.Eq(t, tc.want, minRuns{ec.MoveMinRun, ec.FairMinRun}, must.Sprint("the engine decides with them"))
+		})
+	}
+}
