@@ -39,8 +39,11 @@ type Result struct {
 	// Entitled is each tenant's nominal GPU quota (the fair-share weight
 	// of the entitlement).
 	Entitled []int
-	Jobs     []JobResult
-	Samples  []Sample
+	// Limit is each tenant's hard GPU limit (allot.limit.gpu), 0 when it
+	// has none: a tenant is entitled to no more than its limit.
+	Limit   []int
+	Jobs    []JobResult
+	Samples []Sample
 	// End is the simulated time at which the run stopped.
 	End time.Duration
 	// GPUSeconds is the time integral of allocated GPUs; MaxAllocated
@@ -62,6 +65,7 @@ func (s *sim) result() *Result {
 		Pins: s.m.pins, Unpins: s.m.unpins}
 	for _, t := range r.Tenants {
 		r.Entitled = append(r.Entitled, int(s.tenants[t].Quota["gpu"]))
+		r.Limit = append(r.Limit, int(s.tenants[t].Limit["gpu"]))
 	}
 	for _, j := range s.jobs {
 		class := j.w.Class

@@ -162,6 +162,28 @@ func TestFairShare(t *testing.T) {
 	}
 }
 
+// TestEntitlementStopsAtLimit: a tenant is entitled to no more than
+// its hard limit; what it cannot take goes to the others, so a run that
+// gives the limited tenant its limit and the rest to the other has no
+// share error, and one that splits by weight alone has.
+func TestEntitlementStopsAtLimit(t *testing.T) {
+	r := &Result{GPUs: 10, Tenants: []string{"a", "b"}, Entitled: []int{1, 1}, Limit: []int{3, 0},
+		Jobs: []JobResult{{Tenant: "a", GPUs: 10, Submit: time.Hour}, {Tenant: "b", GPUs: 10, Submit: time.Hour}}}
+	sample := func(at time.Duration, a, b int) Sample {
+		return Sample{T: at, Allocated: a + b, Useful: a + b, Tenant: []int{a, b}, Demand: []int{10, 10}}
+	}
+	r.Samples = []Sample{sample(0, 3, 7), sample(time.Hour, 3, 7)}
+	sum := Summarize(r)
+	must.Between(t, 0, sum.ShareError, 1e-9)
+	must.Between(t, 3-1e-9, sum.Shares[0].Entitled/sum.Shares[1].Entitled*7, 3+1e-9)
+
+	r.Samples = []Sample{sample(0, 5, 5), sample(time.Hour, 5, 5)}
+	must.Between(t, 0.4-1e-9, Summarize(r).ShareError, 0.4+1e-9)
+
+	r.Limit = nil // no limits known: weights alone
+	must.Between(t, 0, Summarize(r).ShareError, 1e-9)
+}
+
 func TestBadOptionsAndJobs(t *testing.T) {
 	sc := smallScenario(t, 1)
 	_, err := Run(sc.Spec, sc.Jobs, "slurm", DefaultOptions())

@@ -192,7 +192,7 @@ func rates(r *Result, span time.Duration, sum *Summary) {
 		n++
 		alloc += float64(s.Allocated) / float64(r.GPUs)
 		useful += float64(s.Useful) / float64(r.GPUs)
-		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
+		fair := FairShare(r.GPUs, r.Entitled, r.claim(s))
 		held := 0
 		var e float64
 		for i := range fair {
@@ -203,7 +203,7 @@ func rates(r *Result, span time.Duration, sum *Summary) {
 		}
 		entSum += e
 		short += math.Max(0, e-float64(held))
-		for i, f := range FairShare(held, r.Entitled, s.Demand) {
+		for i, f := range FairShare(held, r.Entitled, r.claim(s)) {
 			diffAlloc += math.Abs(float64(s.Tenant[i]) - f)
 		}
 		got += float64(held)
@@ -238,20 +238,33 @@ func shares(r *Result, span time.Duration) []TenantShare {
 		if s.T > span {
 			break
 		}
-		fair := FairShare(r.GPUs, r.Entitled, s.Demand)
+		fair := FairShare(r.GPUs, r.Entitled, r.claim(s))
 		held := 0
 		for i := range out {
 			out[i].Received += float64(s.Tenant[i]) * dt
 			out[i].Entitled += fair[i] * dt
 			held += s.Tenant[i]
 		}
-		for i, f := range FairShare(held, r.Entitled, s.Demand) {
+		for i, f := range FairShare(held, r.Entitled, r.claim(s)) {
 			out[i].EntitledAllocated += f * dt
 		}
 	}
 	for i := range out {
 		out[i].Offered /= float64(r.GPUs) * span.Seconds()
 		out[i].WithinNominal = out[i].Offered <= float64(out[i].Nominal)/float64(r.GPUs)
+	}
+	return out
+}
+
+// claim is what each tenant may claim in sample s: its demand, no more
+// than its hard limit (Result.Limit). No scheduler may give a tenant more
+// than its limit, so the entitlement (FairShare) never counts it.
+func (r *Result) claim(s Sample) []int {
+	out := append([]int(nil), s.Demand...)
+	for i := range out {
+		if i < len(r.Limit) && r.Limit[i] > 0 && out[i] > r.Limit[i] {
+			out[i] = r.Limit[i]
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -33,8 +34,10 @@ const idleMark = 12
 // most 8 GPUs before a gang): its size and first failing check; what
 // a tenant holds beyond its entitlement is summed per tenant. It also
 // measures how long a queued gang was no larger than the free GPUs (a
-// move could have let it run) and those free GPU-hours. Run from the
-// repository root:
+// move could have let it run) and those free GPU-hours, and the job-size
+// floor (sizeFloor: what even free preemption could not avoid with the
+// jobs at hand). SPLIT_TENANT=1 splits what tenants lack by tenant too.
+// Run from the repository root:
 //
 //	SIMGRID_ROWS=1.2:3,1.5:1 GOMAXPROCS=1 go test -tags simgrid -run '^TestShareErrorSplit$' -v -timeout 30m ./governor/sim/report/
 //
@@ -74,6 +77,7 @@ type errMeter struct {
 	last      time.Time
 	names     []string
 	weights   []int
+	limits    []int
 	lastUnder map[string]float64
 	lastOver  map[string]float64
 	lastEnt   float64
@@ -85,6 +89,8 @@ type errMeter struct {
 	gangTime  float64
 	gangFree  float64
 	total     float64
+	lastFloor float64 // Σ over tenants of the nearest any subset of its jobs comes to its entitlement
+	floor     float64
 }
 
 func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
@@ -98,6 +104,7 @@ func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
 			m.over[k] += v * dt
 		}
 		m.entSum += m.lastEnt * dt
+		m.floor += m.lastFloor * dt
 		if m.lastGang {
 			m.gangTime += dt
 			m.gangFree += m.lastFree * dt
@@ -111,10 +118,18 @@ func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
 		sort.Strings(m.names)
 		for _, ns := range m.names {
 			m.weights = append(m.weights, int(snap.Tenants[ns].Quota["gpu"]))
+			m.limits = append(m.limits, int(snap.Tenants[ns].Limit["gpu"]))
 		}
 	}
 	held, demand := m.heldAndDemand(snap)
-	ent := sim.FairShare(m.gpus, m.weights, demand)
+	claim := append([]int(nil), demand...)
+	for i, l := range m.limits {
+		if l > 0 && claim[i] > l {
+			claim[i] = l
+		}
+	}
+	ent := sim.FairShare(m.gpus, m.weights, claim)
+	m.lastFloor = m.sizeFloor(snap, ent)
 	busy := 0
 	for _, h := range held {
 		busy += h
@@ -133,6 +148,9 @@ func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
 			what := first[ns]
 			if what == "" {
 				what = "nothing queued"
+			}
+			if os.Getenv("SPLIT_TENANT") != "" {
+				what = ns + " " + what
 			}
 			m.lastUnder[state+" | "+what] += d
 			m.lastUnder[state+" | (all)"] += d
@@ -163,6 +181,55 @@ func (m *errMeter) heldAndDemand(snap *engine.Snapshot) (held, demand []int) {
 		}
 	}
 	return held, demand
+}
+
+// sizeFloor is the share error no scheduler could avoid at this instant
+// with these jobs: per tenant, the distance from its entitlement to the
+// nearest sum of a subset of its unfinished jobs' GPU counts (free
+// preemption, no placement, no capacity limit: a lower bound).
+func (m *errMeter) sizeFloor(snap *engine.Snapshot, ent []float64) float64 {
+	counts := map[string]map[int]int{}
+	for _, j := range snap.Jobs {
+		if j.Dead {
+			continue
+		}
+		if counts[j.Namespace] == nil {
+			counts[j.Namespace] = map[int]int{}
+		}
+		counts[j.Namespace][gpusOf(j)]++
+	}
+	var floor float64
+	for i, ns := range m.names {
+		floor += nearestSubsetSum(counts[ns], ent[i], m.gpus)
+	}
+	return floor
+}
+
+// nearestSubsetSum is min |S − target| over the sums S ≤ limit of
+// subsets of a multiset of sizes (size → count), by a bounded knapsack
+// with the counts split in powers of two.
+func nearestSubsetSum(counts map[int]int, target float64, limit int) float64 {
+	reach := make([]bool, limit+1)
+	reach[0] = true
+	for size, n := range counts {
+		for k := 1; n > 0 && size > 0; k *= 2 {
+			take := minInt(k, n)
+			n -= take
+			step := take * size
+			for s := limit - step; s >= 0; s-- {
+				if reach[s] {
+					reach[s+step] = true
+				}
+			}
+		}
+	}
+	best := target
+	for s, ok := range reach {
+		if d := math.Abs(float64(s) - target); ok && d < best {
+			best = d
+		}
+	}
+	return best
 }
 
 // smallestQueuedGang is the GPU count of the smallest queued multi-node
@@ -228,12 +295,13 @@ func (m *errMeter) print() {
 		extra += v
 	}
 	fmt.Printf("per cycle, ÷ Σ entitled: lacking %.3f, beyond %.3f (share error %.3f)\n", lack/m.entSum, extra/m.entSum, (lack+extra)/m.entSum)
+	fmt.Printf("job-size floor (nearest subset of each tenant's jobs to its entitlement): %.3f\n", m.floor/m.entSum)
 	fmt.Printf("a queued gang no larger than the free GPUs: %.0f %% of the time, %.3f of all GPU-time free then\n",
 		100*m.gangTime/m.total, m.gangFree/(float64(m.gpus)*m.total))
 	for _, ns := range m.names {
 		fmt.Printf("beyond  %-10s %.3f\n", ns, m.over[ns]/m.entSum)
 	}
-	for _, r := range rows[:minInt(len(rows), 16)] {
+	for _, r := range rows[:minInt(len(rows), 24)] {
 		fmt.Printf("lacking %-40s %.3f\n", r.k, r.v/m.entSum)
 	}
 }

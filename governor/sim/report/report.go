@@ -124,7 +124,7 @@ func sharesTable(w io.Writer, runs []Run) {
 	if len(runs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "GPU-hours received / entitled per tenant (entitlement: weighted max-min fair share of the demand, weights = nominal quota):\n\n| tenant | nominal GPUs | offered load | within nominal |")
+	fmt.Fprintf(w, "GPU-hours received / entitled per tenant (entitlement: weighted max-min fair share of the demand, each tenant's capped at its limit, weights = nominal quota):\n\n| tenant | nominal GPUs | offered load | within nominal |")
 	for _, r := range runs {
 		fmt.Fprintf(w, " %s |", r.Summary.Policy)
 	}
