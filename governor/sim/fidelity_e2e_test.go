@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/allot-sh/allot/governor/sim/workload"
 	"github.com/allot-sh/allot/internal/testcluster"
@@ -22,14 +23,17 @@ import (
 // Fidelity replay sizes: 4 clients × 8 inventory GPUs, 150 jobs of 3
 // tenants submitted over 75 s, each running 2–16 s of toy-trainer steps.
 const (
-	fidNodes   = 4
-	fidJobs    = 150
-	fidSpan    = 75 * time.Second
-	fidStep    = 500 * time.Millisecond
-	fidMinDur  = 2 * time.Second
-	fidMaxDur  = 16 * time.Second
-	fidLoad    = 1.5
-	fidTimeout = 4 * time.Minute
+	fidNodes  = 4
+	fidJobs   = 150
+	fidSpan   = 75 * time.Second
+	fidStep   = 500 * time.Millisecond
+	fidMinDur = 2 * time.Second
+	fidMaxDur = 16 * time.Second
+	fidLoad   = 1.5
+	// fidStarvedLoad is the starvation replay's offered load: enough
+	// that queue heads wait past the starvation timeout.
+	fidStarvedLoad = 3.0
+	fidTimeout     = 4 * time.Minute
 )
 
 const fidInventory = `
@@ -77,20 +81,49 @@ tenant "fc" {
 // (policy allot, the same engine configuration), and compares the order
 // in which jobs start (Kendall τ), each job's wait and the utilization.
 func TestE2E_SimFidelity(t *testing.T) {
+	fidelity(t, fidLoad, "", 0)
+}
+
+// TestE2E_SimFidelityStarvation is the replay at twice the load with a
+// starvation timeout of 3 s on both sides (10 min by default, which the 75-s trace
+// never reaches): queue heads that do not fit hold their pool's
+// reservation with backfill, and starved heads of tenants below their
+// nominal hold their cohort's lending (docs/governor.md, Admission). It
+// asserts the simulator saw such cycles, so the comparison covers them.
+// Preemption stays off on both sides (no moves, no fairness
+// preemption): the simulator's lost work follows periodic checkpoints,
+// the toy trainer here saves none.
+func TestE2E_SimFidelityStarvation(t *testing.T) {
+	fidelity(t, fidStarvedLoad, "starvation_timeout = \"3s\"\n", 3*time.Second)
+}
+
+// fidelity runs the replay at offered load load with extra governor
+// configuration and the same starvation timeout in the simulator (zero:
+// the default).
+func fidelity(t *testing.T, load float64, extra string, starvation time.Duration) {
 	dir := t.TempDir()
 	inv := filepath.Join(dir, "node.hcl")
 	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(fidInventory, "fid")), 0o644))
 	spec, err := fleet.Parse(filepath.Join(dir, "cluster.hcl"), []byte(fmt.Sprintf(fidCluster, inv, fidNodes)))
 	must.NoError(t, err)
-	jobs := fidelityTrace(t, spec)
+	jobs := fidelityTrace(t, spec, load)
 
-	c, gov, trainer := fidelityStack(t, dir, inv)
+	c, gov, trainer := fidelityStack(t, dir, inv, extra)
 	client := proxyClient(t, gov)
 	observed := replay(t, c, client, trainer, jobs)
 
 	opts := DefaultOptions()
 	opts.CycleInterval, opts.SampleInterval = time.Second, time.Second
 	opts.Engine.DisablePreemption = true
+	if starvation > 0 {
+		opts.Engine.StarvationTimeout = starvation
+	}
+	waiting := 0 // cycles with a reservation or a borrow hold
+	opts.OnCycle = func(_ *engine.Snapshot, p *engine.Plan) {
+		if len(p.Reservations) > 0 || len(p.BorrowHolds) > 0 {
+			waiting++
+		}
+	}
 	simJobs := make([]*workload.Job, len(jobs))
 	for i, j := range jobs {
 		cp := *j
@@ -104,19 +137,22 @@ func TestE2E_SimFidelity(t *testing.T) {
 		obs = append(obs, o)
 	}
 	f := Compare(obs, res)
-	t.Logf("fidelity: %d jobs, Kendall τ %.3f, |wait real − sim| mean %.1f s p50 %.1f s p95 %.1f s max %.1f s, mean wait real %.1f s sim %.1f s, utilization real %.3f sim %.3f",
+	t.Logf("fidelity: %d jobs, Kendall τ %.3f, |wait real − sim| mean %.1f s p50 %.1f s p95 %.1f s max %.1f s, mean wait real %.1f s sim %.1f s, utilization real %.3f sim %.3f; %d simulated cycles with a reservation or borrow hold",
 		f.Jobs, f.Tau, f.WaitDiff.Mean.Seconds(), f.WaitDiff.P50.Seconds(), f.WaitDiff.P95.Seconds(), f.WaitDiff.Max.Seconds(),
-		f.MeanWaitReal.Seconds(), f.MeanWaitSim.Seconds(), f.UtilReal, f.UtilSim)
+		f.MeanWaitReal.Seconds(), f.MeanWaitSim.Seconds(), f.UtilReal, f.UtilSim, waiting)
 	must.Eq(t, len(jobs), f.Jobs, must.Sprint("every job started on both"))
 	must.Greater(t, 0.7, f.Tau, must.Sprint("start orders agree"))
 	must.Less(t, 10*time.Second, f.WaitDiff.Mean, must.Sprint("waits agree on average"))
 	must.Less(t, 0.15, math.Abs(f.UtilReal-f.UtilSim), must.Sprint("utilization agrees"))
+	if starvation > 0 {
+		must.Positive(t, waiting, must.Sprint("the replay reaches the starvation timeout"))
+	}
 }
 
 // fidelityTrace draws the workload (1–8 GPUs, one allocation each) and
 // scales its run times into [fidMinDur, fidMaxDur] in whole steps so the
-// offered load is about fidLoad of the 32 GPUs over fidSpan.
-func fidelityTrace(t *testing.T, spec *fleet.Spec) []*workload.Job {
+// offered load is about load of the 32 GPUs over fidSpan.
+func fidelityTrace(t *testing.T, spec *fleet.Spec, load float64) []*workload.Job {
 	p := workload.Params{Seed: 1, Jobs: fidJobs, Span: fidSpan, MaxGPUs: 8, Pool: "gpu"}
 	for _, tn := range spec.Tenants {
 		p.Tenants = append(p.Tenants, workload.TenantLoad{Name: tn.Name, Share: tn.Load})
@@ -127,7 +163,7 @@ func fidelityTrace(t *testing.T, spec *fleet.Spec) []*workload.Job {
 	for _, j := range jobs {
 		work += float64(j.GPUs()) * j.Duration.Seconds()
 	}
-	f := fidLoad * float64(spec.GPUs()) * fidSpan.Seconds() / work
+	f := load * float64(spec.GPUs()) * fidSpan.Seconds() / work
 	for _, j := range jobs {
 		d := time.Duration(float64(j.Duration) * f).Round(fidStep)
 		if d < fidMinDur {
@@ -143,8 +179,8 @@ func fidelityTrace(t *testing.T, spec *fleet.Spec) []*workload.Job {
 
 // fidelityStack starts the real stack: fidNodes clients with the ckpt
 // driver (unisolated) and 8 inventory GPUs each, the three tenants, and
-// the governor.
-func fidelityStack(t *testing.T, dir, inv string) (*testcluster.Cluster, string, string) {
+// the governor (extra: more lines of its configuration).
+func fidelityStack(t *testing.T, dir, inv, extra string) (*testcluster.Cluster, string, string) {
 	root := t.TempDir()
 	var clients []testcluster.ClientSpec
 	for i := 0; i < fidNodes; i++ {
@@ -165,7 +201,7 @@ func fidelityStack(t *testing.T, dir, inv string) (*testcluster.Cluster, string,
 		must.NoError(t, err)
 	}
 	cfg := filepath.Join(dir, "governor.hcl")
-	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\ndisable_preemption = true\n"), 0o644))
+	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\ndisable_preemption = true\n"+extra), 0o644))
 	g := c.StartGovernor("-config", cfg)
 	return c, g.Addr, testcluster.BuildToyTrainer(t, dir)
 }
