@@ -120,13 +120,19 @@ endef
 
 # run_fuzz runs every target for $(1) and reports the ones that failed.
 define run_fuzz
-@targets=$$($(fuzz_targets)); \
+@set -o pipefail; targets=$$($(fuzz_targets)); \
 if [ -z "$$targets" ]; then echo "no fuzz targets match FUZZ=$(FUZZ)"; exit 1; fi; \
 failed=""; start=$$(date +%s); \
 while read -r pkg name; do \
 	echo "==> $$name ($$pkg, $(1))"; \
-	$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(1) $(if $(FUZZ_PARALLEL),-parallel $(FUZZ_PARALLEL)) $$pkg \
-		|| failed="$$failed $$pkg:$$name"; \
+	fuzz_one() { $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(1) $(if $(FUZZ_PARALLEL),-parallel $(FUZZ_PARALLEL)) $$pkg 2>&1 | tee $$log; }; \
+	log=$$(mktemp); \
+	if ! fuzz_one; then \
+		if grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input written' $$log; then \
+			echo "==> $$name: the fuzzing engine ran out of its own time (no failing input): once more"; \
+			fuzz_one || failed="$$failed $$pkg:$$name"; \
+		else failed="$$failed $$pkg:$$name"; fi; \
+	fi; rm -f $$log; \
 done <<< "$$targets"; \
 echo "==> $$(wc -l <<< "$$targets") fuzz targets in $$(( $$(date +%s) - start ))s"; \
 if [ -n "$$failed" ]; then echo "FAILED:$$failed (crashers are saved under each package's testdata/fuzz/)"; exit 1; fi
