@@ -34,14 +34,7 @@ func (e *preemptEnv) borrowAll() map[string]string {
 	for _, id := range append(append([]string{}, fresh...), stale...) {
 		old[id] = e.runningAllocs("team-a", id, 1, 90*time.Second, nil)[0].ID
 	}
-	for _, id := range fresh {
-		e.c.Eventually(30*time.Second, id+" checkpointed on its own", func() error {
-			if !e.hasEvent(old[id], "^Checkpoint saved") {
-				return fmt.Errorf("no checkpoint event yet")
-			}
-			return nil
-		})
-	}
+	e.waitCheckpointed(fresh, old)
 	// The victims are chosen by least work lost. A fresh trainer loses at
 	// most about a second (it saves every second); a stale one loses all
 	// it ran. Under load a stale trainer can start seconds after the
@@ -59,6 +52,19 @@ func (e *preemptEnv) borrowAll() map[string]string {
 		})
 	}
 	return old
+}
+
+// waitCheckpointed waits until each trainer of ids (allocations by job
+// in allocs) has saved a checkpoint on its own.
+func (e *preemptEnv) waitCheckpointed(ids []string, allocs map[string]string) {
+	for _, id := range ids {
+		e.c.Eventually(30*time.Second, id+" checkpointed on its own", func() error {
+			if !e.hasEvent(allocs[id], "^Checkpoint saved") {
+				return fmt.Errorf("no checkpoint event yet")
+			}
+			return nil
+		})
+	}
 }
 
 // staleRun is how long the stale trainers run before team-b reclaims:

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -90,14 +89,7 @@ func (e *preemptEnv) borrowWithTrainers(t *testing.T) map[string]string {
 	for _, id := range trainers {
 		old[id] = e.runningAllocs("team-b", id, 1, 90*time.Second, nil)[0].ID
 	}
-	for _, id := range trainers {
-		e.c.Eventually(30*time.Second, id+" checkpointed on its own", func() error {
-			if !e.hasEvent(old[id], "^Checkpoint saved") {
-				return fmt.Errorf("no checkpoint event yet")
-			}
-			return nil
-		})
-	}
+	e.waitCheckpointed(trainers, old)
 	return old
 }
 
