@@ -107,7 +107,7 @@ func TestE2E_Placement(t *testing.T) {
 		e.c.Eventually(90*time.Second, "one-1 unpinned and running on the free node", func() error {
 			j := e.job("team-a", "one-1")
 			if p := jobmeta.Parse(j.Meta).Pin; p != nil {
-				return fmt.Errorf("still pinned to %v", p)
+				return fmt.Errorf("still pinned to %v; %s", p, e.unpinState("team-a", "one-1"))
 			}
 			allocs, _, err := e.c.API.Jobs().Allocations("one-1", false, &api.QueryOptions{Namespace: "team-a"})
 			if err != nil {
@@ -144,6 +144,25 @@ func TestE2E_Placement(t *testing.T) {
 		}
 	})
 	t.Logf("placement e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}
+
+// unpinState says what an unpin waits on: Nomad's evaluations of ns/id
+// (a blocked one is what the governor unpins on) and the governor's
+// verdict, so that a failure shows which side did not move.
+func (e *env) unpinState(ns, id string) string {
+	evals, _, err := e.c.API.Jobs().Evaluations(id, &api.QueryOptions{Namespace: ns})
+	if err != nil {
+		return fmt.Sprintf("evaluations: %v", err)
+	}
+	var es []string
+	for _, ev := range evals {
+		es = append(es, fmt.Sprintf("%.8s %s %s (job index %d)", ev.ID, ev.TriggeredBy, ev.Status, ev.JobModifyIndex))
+	}
+	w, err := e.gov.Why(context.Background(), ns, id)
+	if err != nil {
+		return fmt.Sprintf("evaluations %v; why: %v", es, err)
+	}
+	return fmt.Sprintf("evaluations %v; governor: %s: %s", es, w.State, w.Reason)
 }
 
 // pinOf is the pin of stored job j's record (the seal is the governor's
