@@ -45,8 +45,8 @@ func TestBorrowHold(t *testing.T) {
 	must.StrContains(t, p.Verdicts["c/own"].Reason, "admitted")
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
 
-	// A tenant at or above HoldShareMax of its nominal (6 of 8) holds nothing.
-	sc = borrowScene(60).run("a", "a2", "standard", "n3", 4, 60)
+	// A tenant at or above HoldShareMax of its nominal (8 of 8) holds nothing.
+	sc = borrowScene(60).run("a", "a2", "standard", "n3", 6, 60)
 	p = Decide(testConfig(), sc.snap())
 	must.Nil(t, p.BorrowHolds)
 	must.StrNotContains(t, p.Verdicts["b/slow"].Reason, "lending is held")
@@ -174,7 +174,9 @@ func TestPropertyStarvedHeadNoChurn(t *testing.T) {
 					heads++
 					lose := map[string]int64{}
 					for _, v := range pr.Victims {
-						lose[v.Namespace] += int64(gpusOfVictim(s, v))
+						if v.Namespace != pr.Namespace { // the head's own lower classes: priority preemption
+							lose[v.Namespace] += int64(gpusOfVictim(s, v))
+						}
 					}
 					for ns, n := range lose {
 						must.GreaterEq(t, s.Tenants[ns].Quota["gpu"], used[ns]-n, must.Sprintf("seed %d: %s below its nominal", seed, ns))
