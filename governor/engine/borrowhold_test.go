@@ -230,3 +230,59 @@ func gpusOfVictim(s *Snapshot, v Victim) int {
 	}
 	return n
 }
+
+// TestStarvedHeadTakesBackPassedJobs: tenant a (nominal 8, using 6)
+// queued a 4-GPU job an hour ago; b holds its whole nominal, so
+// nothing can be lent or reclaimed. a's own `standard` job p1, queued
+// after the head and admitted while it waited, gives its place back
+// (cause queue-order); o1, queued before the head, never does; nor does
+// p1 when it started within FairMinRun, when its checkpoint is stale, or
+// when the head has not starved yet.
+func TestStarvedHeadTakesBackPassedJobs(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	build := func(waited time.Duration, p1 func(j *Job, a *Alloc)) *scene {
+		sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 8).Build(), mkTenant("b").Quota("gpu", 8).Build()},
+			nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8)}}
+		sc.run("b", "b1", "standard", "n2", 8, 10).run("a", "o1", "standard", "n1", 2, 10).run("a", "p1", "standard", "n1", 4, 10)
+		o1, p := sc.jobs[1], sc.jobs[2]
+		o1.QueuedAt, o1.AdmittedAt = now.Add(-2*time.Hour), now.Add(-90*time.Minute)
+		p.QueuedAt, p.AdmittedAt = now.Add(-20*time.Minute), now.Add(-15*time.Minute)
+		if p1 != nil {
+			p1(p, sc.allocs[2])
+		}
+		return sc.queue(mkJob("a", "big").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(now.Add(-waited)).Build())
+	}
+	cases := map[string]struct {
+		sc      *scene
+		victims []string
+	}{
+		"passed job taken back": {sc: build(time.Hour, nil), victims: []string{"p1<-a/big"}},
+		"admitted at once after the head": {sc: build(time.Hour, func(j *Job, _ *Alloc) { j.QueuedAt = time.Time{} }),
+			victims: []string{"p1<-a/big"}},
+		"queued before the head": {sc: build(time.Hour, func(j *Job, _ *Alloc) { j.QueuedAt = now.Add(-2 * time.Hour) })},
+		"admitted before the head queued": {sc: build(time.Hour, func(j *Job, _ *Alloc) {
+			j.QueuedAt, j.AdmittedAt = time.Time{}, now.Add(-2*time.Hour)
+		})},
+		"started within FairMinRun": {sc: build(time.Hour, func(_ *Job, a *Alloc) { a.StartedAt = now.Add(-time.Minute) })},
+		"stale checkpoint":          {sc: build(time.Hour, func(_ *Job, a *Alloc) { a.LastCheckpoint = now.Add(-time.Hour) })},
+		"head not starved yet": {sc: build(5*time.Minute, func(j *Job, _ *Alloc) {
+			j.QueuedAt, j.AdmittedAt = now.Add(-4*time.Minute), now.Add(-3*time.Minute)
+		})},
+		"higher class is no passer": {sc: build(time.Hour, func(j *Job, _ *Alloc) { j.Class = "high" })},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(testConfig(), tc.sc.snap())
+			must.Eq(t, tc.victims, victimsOf(p))
+			if tc.victims == nil {
+				must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
+				return
+			}
+			must.SliceLen(t, 1, p.Preemptions)
+			must.Eq(t, CauseQueueOrder, p.Preemptions[0].Cause)
+			must.StrContains(t, p.Preemptions[0].Reason, "its cohort's starved head")
+			must.StrContains(t, p.Preemptions[0].Reason, "queued after it and admitted while it waited")
+			must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting a/p1 (queue-order)")
+		})
+	}
+}

@@ -47,6 +47,10 @@ const (
 	CauseReclaim = "reclaim"
 	// CausePriority: a higher class of the same tenant preempts a lower.
 	CausePriority = "priority"
+	// CauseQueueOrder: a tenant's starved head takes back the place of
+	// jobs of its own tenant and class that were queued after it and
+	// admitted while it waited (passedHead).
+	CauseQueueOrder = "queue-order"
 	// CauseGangTimeout: an admitted job's allocations did not all start
 	// within the gang timeout.
 	CauseGangTimeout = "gang-timeout"

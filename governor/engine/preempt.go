@@ -259,7 +259,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		}
 		switch {
 		case v.acct == acct:
-			if v.prio < prio {
+			if v.prio < prio || cy.passedHead(j, v, prio) {
 				out = append(out, v)
 			}
 		case reclaim:
@@ -273,6 +273,21 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		}
 	}
 	return out
+}
+
+// passedHead reports whether victim v, of starved head j's own tenant
+// and class, went ahead of j in its tenant's queue: v was admitted while
+// j waited and was not queued before j (queued after it, or admitted at
+// once when submitted). Such jobs, small enough for the quota j's gang
+// must borrow beyond, are what keeps a starved head waiting while its
+// tenant is below its share; the head takes them back when their work
+// is checkpointed (FairLostWork) and they ran FairMinRun, as Slurm's
+// backfill never delays the job it reserves for. A requeue keeps the
+// victim's queued-at: it stays behind the head.
+func (cy *cycle) passedHead(j *Job, v *victim, prio int) bool {
+	return cy.starvedHeads[j] && v.prio == prio && v.j.AdmittedAt.After(j.QueuedAt) &&
+		(v.j.QueuedAt.IsZero() || v.j.QueuedAt.After(j.QueuedAt)) &&
+		v.lost <= FairLostWork && cy.s.Now.Sub(v.newest) >= cy.cfg.fairMinRun()
 }
 
 // preemptedBy reports whether job key ever preempted j (as far as
@@ -312,24 +327,20 @@ func (a *account) aboveNominal(req quota.Vector) bool {
 // released, the preemptor's request reserved for it (it stays queued
 // until the freed resources show in a snapshot).
 func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim) string {
-	cause := CausePriority
 	names := make([]string, 0, len(set))
 	p := Preemption{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j)}
+	prio, passed := cy.cfg.Classes[p.Class].Priority, false
 	for _, v := range set {
-		if v.acct != acct {
-			cause = CauseReclaim
-			if s.fair != nil {
-				cause = CauseFairShare
-			}
-		}
+		passed = passed || (v.acct == acct && v.prio >= prio)
 		names = append(names, v.j.Key())
 		p.Victims = append(p.Victims, Victim{Namespace: v.j.Namespace, JobID: v.j.ID, Class: v.class, LostWork: v.lost})
 	}
-	if s.move {
-		cause = CauseMove
-	}
+	cause := preemptCause(acct, s, set, passed)
 	p.Cause = cause
-	p.Reason = preemptReason(p.Class, acct, cause, s.req, s.fair != nil && s.fair.head)
+	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j])
+	if passed && cause != CauseQueueOrder {
+		p.Reason += "; " + passedReason
+	}
 	for _, v := range set {
 		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint", j.Key(), cause, p.Reason, v.lost.Round(time.Second))
 		if v.j.Dispatched {
@@ -348,10 +359,41 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	return fmt.Sprintf("preempting %s (%s); admitted once their resources are free", strings.Join(names, ", "), cause)
 }
 
+// preemptCause is the cause of preempting set for a job of tenant acct:
+// a move; reclaim or fair share when it takes from other tenants;
+// queue order when its own tenant's jobs passed it (passedHead); else
+// priority.
+func preemptCause(acct *account, s *trial, set []*victim, passed bool) string {
+	if s.move {
+		return CauseMove
+	}
+	for _, v := range set {
+		if v.acct != acct {
+			if s.fair != nil {
+				return CauseFairShare
+			}
+			return CauseReclaim
+		}
+	}
+	if passed {
+		return CauseQueueOrder
+	}
+	return CausePriority
+}
+
+// passedReason says why a starved head takes its own tenant's jobs of its
+// class (passedHead).
+const passedReason = "jobs of its own tenant and class that were queued after it and admitted while it waited give their place back"
+
 func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool) string {
-	if cause == CauseFairShare && head {
-		return fmt.Sprintf("the job is its cohort's starved head (tenant %s uses less than %.2f of its nominal quota and the job waited past the starvation timeout): it takes back lent capacity from tenants that keep their nominal quota, of any preemptible class (victims lose ≤ %s of work)",
-			acct.t.Namespace, HoldShareMax, FairLostWork)
+	starved := fmt.Sprintf("the job is its cohort's starved head (tenant %s uses less than %.2f of its nominal quota and the job waited past the starvation timeout)",
+		acct.t.Namespace, HoldShareMax)
+	switch {
+	case cause == CauseFairShare && head:
+		return fmt.Sprintf("%s: it takes back lent capacity from tenants that keep their nominal quota, of any preemptible class (victims lose ≤ %s of work)",
+			starved, FairLostWork)
+	case cause == CauseQueueOrder:
+		return fmt.Sprintf("%s: %s (victims lose ≤ %s of work)", starved, passedReason, FairLostWork)
 	}
 	switch cause {
 	case CausePriority:

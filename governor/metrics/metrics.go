@@ -70,7 +70,7 @@ func New() *Metrics {
 		Submissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_proxy_submissions_total",
 			Help: "Job writes through the proxy, by outcome."}, []string{"namespace", "outcome"}),
 		Preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_preemptions_total",
-			Help: "Victim jobs preempted and requeued, by reason (reclaim, priority, fair-share, move)."}, []string{"reason"}),
+			Help: "Victim jobs preempted and requeued, by reason (reclaim, priority, fair-share, move, queue-order)."}, []string{"reason"}),
 		LostWork: prometheus.NewCounter(prometheus.CounterOpts{Name: "allot_lost_work_seconds_total",
 			Help: "Work lost by preemption: per victim allocation, seconds since its last checkpoint (or start)."}),
 		Unpinned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "allot_unpinned_jobs_total",
