@@ -33,6 +33,12 @@ type jobSpec struct {
 	// UserRule adds the group constraint userRule (${attr.kernel.name} =
 	// linux), a user's own constraint every governor write must keep.
 	UserRule bool
+	// SlowStop makes the task ignore the interrupt Nomad stops it with
+	// (kill_timeout 10 s): a stopped allocation stays running for 10 s.
+	// Nomad replaces a stopped batch allocation only until it finishes
+	// (one that finished without failing counts as done), so this is
+	// what keeps a blocked replacement blocked long enough to be seen.
+	SlowStop bool
 }
 
 // HCL is the jobspec.
@@ -61,16 +67,22 @@ func (s jobSpec) HCL() string {
 	if s.UserRule {
 		b.WriteString("    constraint {\n      attribute = \"${attr.kernel.name}\"\n      value     = \"linux\"\n    }\n")
 	}
-	fmt.Fprintf(&b, `    task "t" {
-      driver = "raw_exec"
+	command, args := "/bin/sleep", fmt.Sprintf("%q", secs)
+	if s.SlowStop {
+		command, args = "/bin/sh", fmt.Sprintf(`"-c", "trap '' INT TERM; exec /bin/sleep %s"`, secs)
+		b.WriteString("    task \"t\" {\n      kill_timeout = \"10s\"\n")
+	} else {
+		b.WriteString("    task \"t\" {\n")
+	}
+	fmt.Fprintf(&b, `      driver = "raw_exec"
       config {
-        command = "/bin/sleep"
-        args    = [%q]
+        command = %q
+        args    = [%s]
       }
       resources {
         cpu    = 100
         memory = 64
-`, secs)
+`, command, args)
 	if s.GPUs > 0 {
 		fmt.Fprintf(&b, "        device \"nvidia/gpu\" { count = %d }\n", s.GPUs)
 	}

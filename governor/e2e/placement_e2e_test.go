@@ -51,8 +51,9 @@ func TestE2E_Placement(t *testing.T) {
 	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
 
 	run := func(t *testing.T, id string, gpus int) {
-		// A sleeping batch job with a constraint of its own (userRule).
-		p := jobSpec{ID: id, Namespace: "team-a", UserRule: true, GPUs: gpus}.write(t, dir)
+		// A sleeping batch job with a constraint of its own (userRule);
+		// one-1, whose allocation the unpin case stops, stops slowly.
+		p := jobSpec{ID: id, Namespace: "team-a", UserRule: true, GPUs: gpus, SlowStop: id == "one-1"}.write(t, dir)
 		out := e.nomadCLI(t, "job", "run", "-detach", p)
 		must.StrContains(t, out, "allot: job team-a/"+id+" admitted")
 	}
@@ -96,7 +97,11 @@ func TestE2E_Placement(t *testing.T) {
 	t.Run("a pinned job Nomad cannot place is unpinned and placed elsewhere", func(t *testing.T) {
 		must.NotEq(t, "", gang, must.Sprint("the gang runs"))
 		// The pinned node takes nothing new; one-1's allocation is stopped:
-		// Nomad's replacement fits only the pinned node, so it blocks.
+		// Nomad's replacement fits only the pinned node, so it blocks, for
+		// as long as the old allocation takes to stop (SlowStop: 10 s;
+		// once it has stopped without failing, Nomad counts the batch
+		// job's work as done and drops the replacement, which made this
+		// case flaky when a quick stop beat the governor's cycle).
 		_, err := e.c.API.Nodes().ToggleEligibility(packed, false, nil)
 		must.NoError(t, err)
 		first := e.c.WaitForAlloc("team-a", "one-1", 10*time.Second, testcluster.ClientStatus(api.AllocClientStatusRunning))
