@@ -62,6 +62,15 @@ func TestMove(t *testing.T) {
 			sc:      func() *scene { return moveScene(5) },
 			victims: []string{"b2<-a/big"},
 		},
+		"the head's own job moves too, keeping its place (not a passed job)": {
+			sc: func() *scene {
+				sc := moveScene(5)
+				sc.job("b2").Namespace = "a"
+				sc.allocs[2].Namespace = "a"
+				return sc
+			},
+			victims: []string{"b2<-a/big"},
+		},
 		"a moved job that would fit nowhere else: no move": {
 			// 3, 3 and 2 free: 8 in all, but clearing a node moves 5 or 6
 			// GPUs, which no other node can take.
@@ -141,6 +150,7 @@ func TestMove(t *testing.T) {
 			}
 			must.SliceLen(t, 1, p.Preemptions)
 			must.Eq(t, CauseMove, p.Preemptions[0].Cause)
+			must.StrNotContains(t, p.Preemptions[0].Reason, passedReason)
 			must.StrContains(t, p.Verdicts["a/big"].Reason, "(move)")
 		})
 	}

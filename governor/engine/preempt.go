@@ -331,7 +331,9 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	p := Preemption{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j)}
 	prio, passed := cy.cfg.Classes[p.Class].Priority, false
 	for _, v := range set {
-		passed = passed || (v.acct == acct && v.prio >= prio)
+		// Own jobs of a class not below j's are victims only as passed
+		// jobs (candidates), or as moved jobs, which keep their place.
+		passed = passed || (!s.move && v.acct == acct && v.prio >= prio)
 		names = append(names, v.j.Key())
 		p.Victims = append(p.Victims, Victim{Namespace: v.j.Namespace, JobID: v.j.ID, Class: v.class, LostWork: v.lost})
 	}
