@@ -278,10 +278,9 @@ func TestStarvedHeadTakesBackPassedJobs(t *testing.T) {
 				must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
 				return
 			}
-			must.SliceLen(t, 1, p.Preemptions)
-			must.Eq(t, CauseQueueOrder, p.Preemptions[0].Cause)
-			must.StrContains(t, p.Preemptions[0].Reason, "its cohort's starved head")
-			must.StrContains(t, p.Preemptions[0].Reason, "queued after it and admitted while it waited")
+			pr := onlyPreemption(t, p, CauseQueueOrder)
+			must.StrContains(t, pr.Reason, "its cohort's starved head")
+			must.StrContains(t, pr.Reason, "queued after it and admitted while it waited")
 			must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting a/p1 (queue-order)")
 		})
 	}

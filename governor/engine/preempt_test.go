@@ -46,6 +46,15 @@ func twoTenants() *scene {
 	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
 }
 
+// onlyPreemption asserts that plan p holds exactly one preemption, of
+// the given cause, and returns it.
+func onlyPreemption(t *testing.T, p *Plan, cause string) Preemption {
+	t.Helper()
+	must.SliceLen(t, 1, p.Preemptions)
+	must.Eq(t, cause, p.Preemptions[0].Cause)
+	return p.Preemptions[0]
+}
+
 func victimsOf(p *Plan) []string {
 	var out []string
 	for _, d := range p.Decisions {
