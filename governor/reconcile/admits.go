@@ -10,20 +10,24 @@ import (
 // writes to Nomad count them (r.mu held). It returns each reserved key
 // with the job the store held before.
 func (r *Reconciler) reserveAdmits(snap *engine.Snapshot, plan *engine.Plan) map[string]pendingAdmit {
-	byKey := make(map[string]*engine.Job, len(snap.Jobs))
-	for _, j := range snap.Jobs {
-		byKey[j.Key()] = j
+	type ref struct{ ns, id string }
+	admits := map[ref]bool{}
+	for _, d := range plan.Decisions {
+		if d.Action == engine.Admit {
+			admits[ref{d.Namespace, d.JobID}] = true
+		}
 	}
 	pending := map[string]pendingAdmit{}
-	for _, d := range plan.Decisions {
-		key := d.Namespace + "/" + d.JobID
-		j := byKey[key]
-		if d.Action != engine.Admit || j == nil || j.State != engine.Queued {
+	if len(admits) == 0 {
+		return pending // most cycles over a held queue: no scan of its jobs
+	}
+	for _, j := range snap.Jobs {
+		if !admits[ref{j.Namespace, j.ID}] || j.State != engine.Queued {
 			continue
 		}
 		admitted := *j
 		admitted.State = engine.Admitted
-		pending[key] = pendingAdmit{ns: j.Namespace, id: j.ID, prev: r.Store.PutEngineJob(&admitted)}
+		pending[j.Key()] = pendingAdmit{ns: j.Namespace, id: j.ID, prev: r.Store.PutEngineJob(&admitted)}
 	}
 	if len(pending) > 0 {
 		r.dropBase()

@@ -28,7 +28,8 @@ type Reconciler struct {
 	// Interval is the longest time between two cycles.
 	Interval time.Duration
 	// MinGap is the shortest time between two cycles: bursts of events
-	// (a submission makes several) share one cycle.
+	// (a submission makes several) share one cycle. A slow cycle (a long
+	// queue) stretches the gap after it (gapAfter).
 	MinGap time.Duration
 	// Journal records applied preemptions, requeues and holds (GET
 	// /allot/v1/decisions).
@@ -48,6 +49,8 @@ type Reconciler struct {
 	baseGen uint64
 	baseAt  time.Time
 	latest  *engine.Plan
+	// decided is how long the last cycle took to decide (under mu).
+	decided time.Duration
 	// merged is latest with the provisional decisions (nil: not built).
 	merged *engine.Plan
 	prov   provisional
@@ -57,8 +60,8 @@ type Reconciler struct {
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
-// ends; changes within MinGap of a cycle are batched into the next one.
-// Cycles start once the store holds a full listing.
+// ends; changes within the gap after a cycle (gapAfter) are batched into
+// the next one. Cycles start once the store holds a full listing.
 func (r *Reconciler) Run(ctx context.Context) {
 	tick := time.NewTicker(r.Interval)
 	defer tick.Stop()
@@ -69,11 +72,13 @@ func (r *Reconciler) Run(ctx context.Context) {
 		case <-r.Store.Changed():
 		case <-tick.C:
 		}
+		var took time.Duration
 		if r.Store.Synced() {
 			r.Cycle(ctx)
+			took = r.lastDecide()
 		}
 		if r.MinGap > 0 {
-			gap := time.NewTimer(r.MinGap)
+			gap := time.NewTimer(r.gapAfter(took))
 			select {
 			case <-ctx.Done():
 				gap.Stop()
@@ -113,7 +118,35 @@ func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
 	return plan
 }
 
+// cycleShare bounds the decision loop's share of a core: the gap after a
+// cycle is at least cycleShare times as long as the cycle took to decide,
+// so cycles over a queue of thousands of held jobs, triggered by every
+// submission of a burst, take at most about 1/(cycleShare+1) of a core
+// and of the admission lock (docs/benchmarks.md, proxy throughput).
+const cycleShare = 9
+
+// gapAfter is the pause after a cycle that took took to decide: MinGap,
+// or cycleShare × took when longer, but never more than Interval (a cycle
+// runs at least that often anyway).
+func (r *Reconciler) gapAfter(took time.Duration) time.Duration {
+	gap := cycleShare * took
+	if gap < r.MinGap {
+		gap = r.MinGap
+	}
+	if r.Interval > 0 && gap > r.Interval {
+		gap = r.Interval
+	}
+	return gap
+}
+
+func (r *Reconciler) lastDecide() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.decided
+}
+
 func (r *Reconciler) observeCycle(d time.Duration, plan *engine.Plan) {
+	r.decided = d
 	if r.Metrics == nil {
 		return
 	}

@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -216,6 +218,7 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	b.ResetTimer()
 	var ratio, viaProxy, viaNomad float64
 	var cpu time.Duration
+	var cyc cycleStats
 	for i := 0; i < b.N; i++ {
 		if settle {
 			waitEvaluated(b, c)
@@ -226,11 +229,13 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 		if settle {
 			waitEvaluated(b, c)
 		}
-		cpu0 := procCPU(b, g.PID())
+		cpu0, cyc0 := procCPU(b, g.PID()), readCycleStats(b, g.Addr)
 		start = time.Now()
 		fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), jobs)
-		viaProxy = float64(jobs) / time.Since(start).Seconds()
+		wall := time.Since(start)
+		viaProxy = float64(jobs) / wall.Seconds()
 		cpu = procCPU(b, g.PID()) - cpu0
+		cyc = readCycleStats(b, g.Addr).since(cyc0, wall)
 		ratio = viaProxy / viaNomad
 	}
 	b.StopTimer()
@@ -238,6 +243,8 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	b.ReportMetric(viaProxy, "proxy-jobs/s")
 	b.ReportMetric(ratio, "proxy/direct")
 	b.ReportMetric(ms(cpu)/float64(jobs), "governor-cpu-ms/job")
+	b.ReportMetric(cyc.perSecond, "cycles/s")
+	b.ReportMetric(cyc.busy, "cycle-busy")
 	if path := os.Getenv("ALLOT_PROXY_CPUPROFILE"); path != "" {
 		profileProxy(b, g.Addr, proxy, path)
 	}
@@ -343,6 +350,52 @@ func waitQueued(b *testing.B, c *testcluster.Cluster, addr string, n int) {
 		}
 		return nil
 	})
+}
+
+// cycleStats is allot_cycle_seconds read from the governor's /metrics:
+// how many cycles decided and for how long in all (seconds); since turns
+// two readings into cycles per second and the part of the wall time the
+// loop spent deciding (cycle-busy: 0.1 is a tenth of a core).
+type cycleStats struct {
+	count, sum      float64
+	perSecond, busy float64
+}
+
+func (c cycleStats) since(before cycleStats, wall time.Duration) cycleStats {
+	c.perSecond = (c.count - before.count) / wall.Seconds()
+	c.busy = (c.sum - before.sum) / wall.Seconds()
+	return c
+}
+
+func readCycleStats(b *testing.B, addr string) cycleStats {
+	b.Helper()
+	resp, err := http.Get(addr + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var c cycleStats
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "allot_cycle_seconds_count":
+			c.count, err = strconv.ParseFloat(v, 64)
+		case "allot_cycle_seconds_sum":
+			c.sum, err = strconv.ParseFloat(v, 64)
+		}
+		if err != nil {
+			b.Fatalf("reading %s: %v", name, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // waitEvaluated waits until Nomad holds no pending evaluation (every job
