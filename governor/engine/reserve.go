@@ -219,3 +219,29 @@ func (cy *cycle) behindReservation(j *Job, r *reservation) Check {
 	return Check{Name: "order", Detail: fmt.Sprintf("waiting behind %s, which has waited %s (longer than the starvation timeout %s) and holds a reservation: %s",
 		head.Key(), waited, cy.cfg.StarvationTimeout, when)}
 }
+
+// HeldBackBy returns the starving head of plan p that holds back job j,
+// which a Base admitted on its own (a submission through the proxy, or
+// the simulator's model of one): the head of j's pool, unless j is that
+// head or ends before the head's reservation starts (backfill, by the
+// run time a cycle assumes). Whether j fits outside the reserved nodes
+// only a cycle knows, so such a job waits for one. "" when none holds
+// it back.
+func (p *Plan) HeldBackBy(cfg Config, j *Job, now time.Time) string {
+	head, ok := p.Starving[j.Pool()]
+	if !ok || head == j.Key() || p.backfills(cfg, j, now) {
+		return ""
+	}
+	return head
+}
+
+// backfills tells whether j ends before the reservation of its pool's
+// starving head in p starts.
+func (p *Plan) backfills(cfg Config, j *Job, now time.Time) bool {
+	for i := range p.Reservations {
+		if r := &p.Reservations[i]; r.Pool == j.Pool() {
+			return r.EndsWithin(cfg.RuntimeOf(j), now)
+		}
+	}
+	return false
+}

@@ -389,7 +389,7 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
 	latest := r.planned()
 	if latest != nil && v.Admitted {
-		if head, ok := latest.Starving[j.Pool()]; ok && head != j.Key() && !backfills(r.Config, latest, j, r.Now()) {
+		if head := latest.HeldBackBy(r.Config, j, r.Now()); head != "" {
 			v.Admitted = false
 			v.Reason = "order: waiting behind " + head + ", which has waited longer than the starvation timeout, does not fit yet and holds a reservation this job would outlive"
 		}
@@ -401,18 +401,4 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	}
 	v.Priority = r.Config.Classes[v.Class].Priority
 	return v
-}
-
-// backfills tells whether j ends before the reservation of its pool's
-// starving head in plan p starts, by the run time cfg assumes for it
-// (allot.max-runtime, estimate, or learned), as a cycle judges it (a
-// cycle would admit it beside the reservation; whether it fits outside
-// the reserved nodes only a cycle knows).
-func backfills(cfg engine.Config, p *engine.Plan, j *engine.Job, now time.Time) bool {
-	for i := range p.Reservations {
-		if r := &p.Reservations[i]; r.Pool == j.Pool() {
-			return r.EndsWithin(cfg.RuntimeOf(j), now)
-		}
-	}
-	return false
 }

@@ -15,6 +15,7 @@ func (s *sim) cycle() {
 	s.m.cycles++
 	snap := s.snapshot()
 	plan := engine.Decide(s.opts.Engine, snap)
+	s.latest = plan
 	if s.opts.OnCycle != nil {
 		s.opts.OnCycle(snap, plan)
 	}
@@ -56,6 +57,23 @@ func (s *sim) cycle() {
 	for _, j := range unpins {
 		s.unpin(j)
 	}
+}
+
+// proxyAdmit models a submission through the governor's proxy
+// (reconcile.Reserve): the job is decided on its own at once against what
+// runs and is admitted (engine.Base), held back only by a starving head of
+// the latest cycle's plan (Plan.HeldBackBy); admitted, it goes to Nomad
+// without waiting for a cycle, else it stays held for the next one.
+func (s *sim) proxyAdmit(j *jobRun) {
+	snap := s.snapshot()
+	ej := s.engineJob(j)
+	v := engine.Prepare(s.opts.Engine, snap).Decide(ej, false)
+	if v.State != engine.Admitted || (s.latest != nil && s.latest.HeldBackBy(s.opts.Engine, ej, snap.Now) != "") {
+		return
+	}
+	s.m.proxyAdmits++
+	s.setPin(j, v.Nodes)
+	s.admit(j)
 }
 
 func (s *sim) admit(j *jobRun) {

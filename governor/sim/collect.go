@@ -31,9 +31,11 @@ type collector struct {
 	gpuSec    float64
 	lastCycle time.Duration
 	cycles    int
-	samples   []Sample
-	preempts  int
-	maxAlloc  int
+	// proxyAdmits counts the submissions admitted at once (proxyAdmit).
+	proxyAdmits int
+	samples     []Sample
+	preempts    int
+	maxAlloc    int
 	// pins and unpins count the admissions placed on a pin and the
 	// pins removed again (engine.Unpin).
 	pins, unpins int

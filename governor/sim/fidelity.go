@@ -54,9 +54,15 @@ type Fidelity struct {
 	// MeanWaitSim the mean waits.
 	WaitDiff                  Stats
 	MeanWaitReal, MeanWaitSim time.Duration
-	// UtilReal and UtilSim are busy GPU-seconds over GPUs × (last end −
-	// first submission).
+	// UtilReal and UtilSim are busy GPU-seconds (allocations running)
+	// over GPUs × (last end − first submission).
 	UtilReal, UtilSim float64
+	// PreemptionsReal and PreemptionsSim count the preemptions of running
+	// jobs; PreemptedReal, PreemptedSim and PreemptedBoth the jobs
+	// preempted at least once on the real stack, in the simulator and on
+	// both.
+	PreemptionsReal, PreemptionsSim            int
+	PreemptedReal, PreemptedSim, PreemptedBoth int
 }
 
 // Observed is one job's times on the real stack, offsets from the trace's
@@ -66,6 +72,21 @@ type Observed struct {
 	GPUs          int
 	Submit, Start time.Duration
 	End           time.Duration
+	// Preemptions counts the times the job was stopped after it started
+	// and ran again later.
+	Preemptions int
+	// Ran is how long its allocations ran in all (zero: End − Start, a
+	// job that ran once).
+	Ran time.Duration
+}
+
+// busy is the job's GPU-seconds of running.
+func (o Observed) busy() float64 {
+	ran := o.Ran
+	if ran == 0 {
+		ran = o.End - o.Start
+	}
+	return float64(o.GPUs) * ran.Seconds()
 }
 
 // Compare matches observed jobs with the simulated result by ID.
@@ -84,6 +105,7 @@ func Compare(real []Observed, r *Result) Fidelity {
 			continue
 		}
 		f.Jobs++
+		f.countPreemptions(o.Preemptions, sj.Preemptions)
 		ra, sa = append(ra, o.Start.Seconds()), append(sa, sj.Start.Seconds())
 		rw, sw := o.Start-o.Submit, sj.Start-sj.Submit
 		wr, ws = wr+rw, ws+sw
@@ -102,11 +124,31 @@ func Compare(real []Observed, r *Result) Fidelity {
 	var sim []Observed
 	for _, j := range r.Jobs {
 		if j.Start >= 0 && j.End >= 0 {
-			sim = append(sim, Observed{ID: j.ID, GPUs: j.GPUs, Submit: j.Submit, Start: j.Start, End: j.End})
+			ran := j.Duration
+			if j.GPUs > 0 {
+				ran += time.Duration(j.LostGPUSeconds / float64(j.GPUs) * float64(time.Second))
+			}
+			sim = append(sim, Observed{ID: j.ID, GPUs: j.GPUs, Submit: j.Submit, Start: j.Start, End: j.End, Ran: ran})
 		}
 	}
 	f.UtilSim = utilization(sim, r.GPUs)
 	return f
+}
+
+// countPreemptions adds one job's preemptions on the real stack (real)
+// and in the simulator (sim).
+func (f *Fidelity) countPreemptions(real, sim int) {
+	f.PreemptionsReal += real
+	f.PreemptionsSim += sim
+	if real > 0 {
+		f.PreemptedReal++
+	}
+	if sim > 0 {
+		f.PreemptedSim++
+	}
+	if real > 0 && sim > 0 {
+		f.PreemptedBoth++
+	}
 }
 
 // utilization is busy GPU-seconds over gpus × (last end − first submit).
@@ -121,7 +163,7 @@ func utilization(jobs []Observed, gpus int) float64 {
 		if j.End > last {
 			last = j.End
 		}
-		busy += float64(j.GPUs) * (j.End - j.Start).Seconds()
+		busy += j.busy()
 	}
 	if last <= first {
 		return 0

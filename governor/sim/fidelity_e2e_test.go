@@ -3,17 +3,24 @@
 package sim
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/config"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/allot-sh/allot/governor/sim/workload"
@@ -81,7 +88,7 @@ tenant "fc" {
 // (policy allot, the same engine configuration), and compares the order
 // in which jobs start (Kendall τ), each job's wait and the utilization.
 func TestE2E_SimFidelity(t *testing.T) {
-	fidelity(t, fidLoad, "", 0)
+	fidelity(t, fidCase{load: fidLoad, config: "disable_preemption = true\n"})
 }
 
 // TestE2E_SimFidelityStarvation is the replay at twice the load with a
@@ -90,38 +97,70 @@ func TestE2E_SimFidelity(t *testing.T) {
 // reservation with backfill, and starved heads of tenants below their
 // nominal hold their cohort's lending (docs/governor.md, Admission). It
 // asserts the simulator saw such cycles, so the comparison covers them.
-// Preemption stays off on both sides (no moves, no fairness
-// preemption): the simulator's lost work follows periodic checkpoints,
-// the toy trainer here saves none.
+// Preemption stays off on both sides (TestE2E_SimFidelityPreemption
+// replays it).
 func TestE2E_SimFidelityStarvation(t *testing.T) {
-	fidelity(t, fidStarvedLoad, "starvation_timeout = \"3s\"\n", 3*time.Second)
+	fidelity(t, fidCase{load: fidStarvedLoad, starved: true,
+		config: "disable_preemption = true\nstarvation_timeout = \"3s\"\n"})
 }
 
-// fidelity runs the replay at offered load load with extra governor
-// configuration and the same starvation timeout in the simulator (zero:
-// the default).
-func fidelity(t *testing.T, load float64, extra string, starvation time.Duration) {
+// TestE2E_SimFidelityPreemption is the starvation replay with preemption
+// on, its waits scaled to the trace (a job is a victim after 2 s of run,
+// a requeued job backs off 1-2 s): reclaim, fairness, queue-order and
+// move preemptions requeue jobs on both sides. The toy trainer saves a
+// checkpoint when the ckpt driver asks before the stop and resumes from
+// it, which the simulator models with CheckpointOnStop. It asserts that
+// both sides preempted and compares how often and which jobs, beside
+// the start order, waits and utilization.
+func TestE2E_SimFidelityPreemption(t *testing.T) {
+	fidelity(t, fidCase{load: fidStarvedLoad, starved: true, preempts: true,
+		config: "starvation_timeout = \"3s\"\nfair_min_run = \"2s\"\nmove_min_run = \"2s\"\n" +
+			"backoff_base = \"1s\"\nbackoff_cap = \"2s\"\n"})
+}
+
+// fidCase is one replay: the trace's offered load and the governor's
+// configuration (after cycle_interval = "1s"), which the simulator's
+// engine reads too; starved and preempts assert that the replay reached
+// the starvation timeout and preempted.
+type fidCase struct {
+	load              float64
+	config            string
+	starved, preempts bool
+}
+
+// fidelity runs the replay of fc on both sides and compares them.
+func fidelity(t *testing.T, fc fidCase) {
 	dir := t.TempDir()
 	inv := filepath.Join(dir, "node.hcl")
 	must.NoError(t, os.WriteFile(inv, []byte(fmt.Sprintf(fidInventory, "fid")), 0o644))
 	spec, err := fleet.Parse(filepath.Join(dir, "cluster.hcl"), []byte(fmt.Sprintf(fidCluster, inv, fidNodes)))
 	must.NoError(t, err)
-	jobs := fidelityTrace(t, spec, load)
+	jobs := fidelityTrace(t, spec, fc.load)
+	govCfg := filepath.Join(dir, "governor.hcl")
+	must.NoError(t, os.WriteFile(govCfg, []byte("cycle_interval = \"1s\"\n"+fc.config), 0o644))
 
-	c, gov, trainer := fidelityStack(t, dir, inv, extra)
+	c, gov, trainer := fidelityStack(t, dir, inv, govCfg)
 	client := proxyClient(t, gov)
 	observed := replay(t, c, client, trainer, jobs)
 
 	opts := DefaultOptions()
 	opts.CycleInterval, opts.SampleInterval = time.Second, time.Second
-	opts.Engine.DisablePreemption = true
-	if starvation > 0 {
-		opts.Engine.StarvationTimeout = starvation
-	}
-	waiting := 0 // cycles with a reservation or a borrow hold
+	cfg := config.Default()
+	must.NoError(t, cfg.LoadFile(govCfg))
+	opts.Engine = cfg.Engine()
+	opts.CheckpointOnStop = true // the toy trainer saves on the driver's request
+	waiting := 0                 // cycles with a reservation or a borrow hold
+	simCauses := map[string]int{}
+	var simLog []string
 	opts.OnCycle = func(_ *engine.Snapshot, p *engine.Plan) {
 		if len(p.Reservations) > 0 || len(p.BorrowHolds) > 0 {
 			waiting++
+		}
+		for _, d := range p.Decisions {
+			if d.Action == engine.Requeue && d.Preemptor != "" {
+				simCauses[d.Cause]++
+				simLog = append(simLog, fmt.Sprintf("%v %s/%s by %s cause %s: %s", p.Now.Sub(epoch).Round(time.Millisecond), d.Namespace, d.JobID, d.Preemptor, d.Cause, d.Reason))
+			}
 		}
 	}
 	simJobs := make([]*workload.Job, len(jobs))
@@ -140,13 +179,68 @@ func fidelity(t *testing.T, load float64, extra string, starvation time.Duration
 	t.Logf("fidelity: %d jobs, Kendall τ %.3f, |wait real − sim| mean %.1f s p50 %.1f s p95 %.1f s max %.1f s, mean wait real %.1f s sim %.1f s, utilization real %.3f sim %.3f; %d simulated cycles with a reservation or borrow hold",
 		f.Jobs, f.Tau, f.WaitDiff.Mean.Seconds(), f.WaitDiff.P50.Seconds(), f.WaitDiff.P95.Seconds(), f.WaitDiff.Max.Seconds(),
 		f.MeanWaitReal.Seconds(), f.MeanWaitSim.Seconds(), f.UtilReal, f.UtilSim, waiting)
+	t.Logf("preemptions: real %d (by cause %v) of %d jobs, simulated %d (by cause %v) of %d jobs, %d jobs preempted on both",
+		f.PreemptionsReal, preemptionsByCause(t, gov), f.PreemptedReal, f.PreemptionsSim, simCauses, f.PreemptedSim, f.PreemptedBoth)
+	if dir := os.Getenv("ALLOT_FIDELITY_DUMP"); dir != "" {
+		dumpFidelity(t, dir, gov, simLog, observed, res)
+	}
 	must.Eq(t, len(jobs), f.Jobs, must.Sprint("every job started on both"))
 	must.Greater(t, 0.7, f.Tau, must.Sprint("start orders agree"))
 	must.Less(t, 10*time.Second, f.WaitDiff.Mean, must.Sprint("waits agree on average"))
 	must.Less(t, 0.15, math.Abs(f.UtilReal-f.UtilSim), must.Sprint("utilization agrees"))
-	if starvation > 0 {
+	if fc.starved {
 		must.Positive(t, waiting, must.Sprint("the replay reaches the starvation timeout"))
 	}
+	if !fc.preempts {
+		must.Zero(t, f.PreemptionsReal+f.PreemptionsSim, must.Sprint("preemption is off"))
+		return
+	}
+	must.Positive(t, f.PreemptionsReal, must.Sprint("the real stack preempts"))
+	must.Positive(t, f.PreemptionsSim, must.Sprint("the simulator preempts"))
+}
+
+// dumpFidelity writes both sides of a replay into dir for a closer look
+// (ALLOT_FIDELITY_DUMP=DIR): the governor's decisions journal
+// (real.json), the simulator's preemptions (sim.txt), and each job's
+// times on the real stack (observed.json) and in the simulator
+// (simjobs.json).
+func dumpFidelity(t *testing.T, dir, gov string, simLog []string, observed map[string]Observed, res *Result) {
+	resp, err := http.Get(gov + "/allot/v1/decisions")
+	must.NoError(t, err)
+	journal, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must.NoError(t, err)
+	obs, err := json.Marshal(observed)
+	must.NoError(t, err)
+	sim, err := json.Marshal(res.Jobs)
+	must.NoError(t, err)
+	for name, b := range map[string][]byte{"real.json": journal, "sim.txt": []byte(strings.Join(simLog, "\n")),
+		"observed.json": obs, "simjobs.json": sim} {
+		must.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	}
+}
+
+// preemptionsByCause reads allot_preemptions_total from the governor.
+func preemptionsByCause(t *testing.T, addr string) map[string]int {
+	resp, err := http.Get(addr + "/metrics")
+	must.NoError(t, err)
+	defer resp.Body.Close()
+	out := map[string]int{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), `allot_preemptions_total{reason="`)
+		if !ok {
+			continue
+		}
+		cause, n, ok := strings.Cut(rest, `"} `)
+		v, err := strconv.ParseFloat(n, 64)
+		if ok && err == nil {
+			out[cause] = int(v)
+		}
+	}
+	must.NoError(t, sc.Err())
+	return out
 }
 
 // fidelityTrace draws the workload (1–8 GPUs, one allocation each) and
@@ -179,8 +273,8 @@ func fidelityTrace(t *testing.T, spec *fleet.Spec, load float64) []*workload.Job
 
 // fidelityStack starts the real stack: fidNodes clients with the ckpt
 // driver (unisolated) and 8 inventory GPUs each, the three tenants, and
-// the governor (extra: more lines of its configuration).
-func fidelityStack(t *testing.T, dir, inv, extra string) (*testcluster.Cluster, string, string) {
+// the governor with the configuration file govCfg.
+func fidelityStack(t *testing.T, dir, inv, govCfg string) (*testcluster.Cluster, string, string) {
 	root := t.TempDir()
 	var clients []testcluster.ClientSpec
 	for i := 0; i < fidNodes; i++ {
@@ -200,9 +294,7 @@ func fidelityStack(t *testing.T, dir, inv, extra string) (*testcluster.Cluster, 
 		_, err := c.API.Namespaces().Register(&api.Namespace{Name: ns, Meta: meta}, nil)
 		must.NoError(t, err)
 	}
-	cfg := filepath.Join(dir, "governor.hcl")
-	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\ndisable_preemption = true\n"+extra), 0o644))
-	g := c.StartGovernor("-config", cfg)
+	g := c.StartGovernor("-config", govCfg)
 	return c, g.Addr, testcluster.BuildToyTrainer(t, dir)
 }
 
@@ -239,22 +331,40 @@ func replay(t *testing.T, c *testcluster.Cluster, client *api.Client, trainer st
 	return out
 }
 
-// observe reads job j's finished allocation: when its task started and
-// finished.
+// observe reads job j's allocations: when its task first started and
+// when the allocation that finished it ended, and how often a started
+// allocation was stopped by the governor (a preemption requeues the job:
+// Nomad stops its allocations, desired status "stop").
 func observe(c *testcluster.Cluster, j *workload.Job, start time.Time) (Observed, error) {
 	allocs, _, err := c.API.Jobs().Allocations(j.ID, true, &api.QueryOptions{Namespace: j.Tenant})
 	if err != nil {
 		return Observed{}, err
 	}
 	sort.Slice(allocs, func(a, b int) bool { return allocs[a].CreateIndex < allocs[b].CreateIndex })
+	o := Observed{ID: j.ID, GPUs: j.GPUs()}
+	started, done := false, false
 	for _, a := range allocs {
 		ts := a.TaskStates["train"]
-		if a.ClientStatus != "complete" || ts == nil || ts.StartedAt.IsZero() {
+		if ts == nil || ts.StartedAt.IsZero() {
 			continue
 		}
-		return Observed{ID: j.ID, GPUs: j.GPUs(), Start: ts.StartedAt.Sub(start), End: ts.FinishedAt.Sub(start)}, nil
+		if !started {
+			o.Start, started = ts.StartedAt.Sub(start), true
+		}
+		if !ts.FinishedAt.IsZero() {
+			o.Ran += ts.FinishedAt.Sub(ts.StartedAt)
+		}
+		switch {
+		case a.DesiredStatus == api.AllocDesiredStatusStop:
+			o.Preemptions++
+		case a.ClientStatus == api.AllocClientStatusComplete:
+			o.End, done = ts.FinishedAt.Sub(start), true
+		}
 	}
-	return Observed{}, fmt.Errorf("job %s/%s has not finished (%d allocations)", j.Tenant, j.ID, len(allocs))
+	if !done {
+		return Observed{}, fmt.Errorf("job %s/%s has not finished (%d allocations)", j.Tenant, j.ID, len(allocs))
+	}
+	return o, nil
 }
 
 // fidelityJob is j as a ckpt-driver batch job running the toy trainer for

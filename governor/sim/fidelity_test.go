@@ -38,4 +38,18 @@ func TestCompare(t *testing.T) {
 	must.Eq(t, 3*s, f.WaitDiff.Max)
 	must.InDelta(t, 40.0/(4*13), f.UtilReal, 1e-9)
 	must.InDelta(t, 1.0, f.UtilSim, 1e-9)
+	must.Zero(t, f.PreemptionsReal+f.PreemptionsSim+f.PreemptedBoth)
+}
+
+// TestComparePreemptions: preemptions are counted per side, and a job
+// preempted on both once.
+func TestComparePreemptions(t *testing.T) {
+	real := []Observed{{ID: "a", Preemptions: 2}, {ID: "b", Preemptions: 1}, {ID: "c"}}
+	r := &Result{GPUs: 4, Jobs: []JobResult{{ID: "a", Preemptions: 1}, {ID: "b"}, {ID: "c", Preemptions: 3}}}
+	f := Compare(real, r)
+	must.Eq(t, 3, f.PreemptionsReal)
+	must.Eq(t, 4, f.PreemptionsSim)
+	must.Eq(t, 2, f.PreemptedReal)
+	must.Eq(t, 2, f.PreemptedSim)
+	must.Eq(t, 1, f.PreemptedBoth)
 }

@@ -51,8 +51,9 @@ type Result struct {
 	GPUSeconds   float64
 	MaxAllocated int
 	Preemptions  int
-	// Cycles counts the governor cycles (allot only).
-	Cycles int
+	// Cycles counts the governor cycles (allot only); ProxyAdmits the
+	// submissions the proxy admitted at once, without a cycle.
+	Cycles, ProxyAdmits int
 	// Pins counts the admissions Nomad placed on the engine's placement
 	// pin, Unpins the pins removed again because Nomad could not place a
 	// pinned job there (allot only).
@@ -62,7 +63,7 @@ type Result struct {
 func (s *sim) result() *Result {
 	r := &Result{Policy: s.policy, Nodes: len(s.nodes), GPUs: s.m.gpus, Tenants: s.m.tenants, Samples: s.m.samples,
 		End: s.now, GPUSeconds: s.m.gpuSec, MaxAllocated: s.m.maxAlloc, Preemptions: s.m.preempts, Cycles: s.m.cycles,
-		Pins: s.m.pins, Unpins: s.m.unpins}
+		ProxyAdmits: s.m.proxyAdmits, Pins: s.m.pins, Unpins: s.m.unpins}
 	for _, t := range r.Tenants {
 		r.Entitled = append(r.Entitled, int(s.tenants[t].Quota["gpu"]))
 		r.Limit = append(r.Limit, int(s.tenants[t].Limit["gpu"]))

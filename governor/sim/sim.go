@@ -67,6 +67,13 @@ type Options struct {
 	PreemptRetry time.Duration
 	// Horizon ends the run; zero runs until every job has ended.
 	Horizon time.Duration
+	// CheckpointOnStop models jobs that save a checkpoint when they are
+	// stopped, as the ckpt driver asks before a preemption's stop (the
+	// toy trainer of the fidelity replay does): a requeue keeps all the
+	// work done. The governor still sees only the periodic checkpoints
+	// (workload Checkpoint) when it picks victims. Off: work since the
+	// last periodic checkpoint is lost.
+	CheckpointOnStop bool
 	// OnCycle, when set, sees every allot cycle's snapshot and plan
 	// (measurements such as report's TestReservations; read only).
 	OnCycle func(snap *engine.Snapshot, plan *engine.Plan)
@@ -109,7 +116,10 @@ type sim struct {
 	perm     []int
 	// nodeIdx indexes nodes by ID (placement pins name node IDs).
 	nodeIdx map[string]int
-	ended   int
+	// latest is the plan of the last allot cycle (proxyAdmit reads its
+	// starving heads).
+	latest *engine.Plan
+	ended  int
 	// submitted counts the jobs submitted so far (s.jobs is in submission
 	// order); firstOpen is the first job that has not finished.
 	submitted, firstOpen int
@@ -265,6 +275,7 @@ func (s *sim) submit(j *jobRun) {
 		j.held = true
 		s.held = append(s.held, j)
 		s.dirty = true
+		s.proxyAdmit(j)
 		return
 	}
 	s.toNomad(j)
@@ -376,7 +387,10 @@ func (s *sim) interrupt(j *jobRun) {
 	j.running = false
 	j.progress += s.now - j.runningSince
 	kept := time.Duration(0)
-	if c := j.w.Checkpoint; c > 0 {
+	switch c := j.w.Checkpoint; {
+	case s.opts.CheckpointOnStop:
+		kept = j.progress
+	case c > 0:
 		kept = j.progress / c * c
 	}
 	lost := j.progress - kept

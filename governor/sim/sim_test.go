@@ -211,3 +211,31 @@ func TestSnapshotAtQueuesWhatNomadCouldNotPlace(t *testing.T) {
 	plan := engine.Decide(DefaultEngine(), snap)
 	must.NotNil(t, plan)
 }
+
+// TestCheckpointOnStopLosesNoWork: with CheckpointOnStop a preempted job
+// keeps all its work (the ckpt driver's checkpoint before the stop);
+// without it, the small scenario's preemptions lose work since the last
+// periodic checkpoint. The same preemptions happen either way until the
+// first restart, so both runs preempt.
+func TestCheckpointOnStopLosesNoWork(t *testing.T) {
+	sc := smallScenario(t, 3)
+	lost := func(onStop bool) (float64, int) {
+		opts := DefaultOptions()
+		opts.CheckpointOnStop = onStop
+		r, err := Run(sc.Spec, sc.Jobs, Allot, opts)
+		must.NoError(t, err)
+		var sec float64
+		pre := 0
+		for _, j := range r.Jobs {
+			sec += j.LostGPUSeconds
+			pre += j.Preemptions
+		}
+		return sec, pre
+	}
+	periodic, prePeriodic := lost(false)
+	onStop, preOnStop := lost(true)
+	must.Positive(t, prePeriodic)
+	must.Positive(t, preOnStop)
+	must.Positive(t, periodic, must.Sprint("periodic checkpoints lose the work since the last one"))
+	must.Eq(t, 0.0, onStop, must.Sprint("a checkpoint on the stop keeps every step"))
+}
