@@ -179,6 +179,13 @@ type TenantStatus struct {
 	DominantShare float64
 }
 
+// PoolWait counts a pool's queued jobs that wait for capacity; First is
+// the first of them in queue order ("ns/id").
+type PoolWait struct {
+	Count int
+	First string
+}
+
 // Plan is the result of one cycle.
 type Plan struct {
 	Now       time.Time
@@ -191,6 +198,11 @@ type Plan struct {
 	// Starving maps a node pool to the "ns/id" of its starving queue head,
 	// whose reservation later jobs of the pool may only start beside.
 	Starving map[string]string
+	// Waiting maps a node pool to its queued jobs that wait for
+	// capacity (first failing check fit, quota or order, not permanent):
+	// the proxy leaves a submission to the next cycle while any wait
+	// (Plan.HeldBackBy).
+	Waiting map[string]PoolWait `json:",omitempty"`
 	// Reservations lists the starving heads' reservations.
 	Reservations []Reservation `json:",omitempty"`
 	// BorrowHolds lists the cohorts whose lending a starved head holds

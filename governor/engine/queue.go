@@ -94,6 +94,7 @@ func (cy *cycle) admitQueue(q []*Job) {
 		// The verdict is final here: the queue holds a copy of it.
 		v.Position, v.TenantPosition = len(cy.plan.Queue)+1, tenantPos[j.Namespace]
 		cy.plan.Queue = append(cy.plan.Queue, *v)
+		cy.noteWaiting(j, v)
 	}
 }
 
@@ -305,6 +306,26 @@ func trim(checks []Check) []Check {
 		}
 	}
 	return checks
+}
+
+// noteWaiting counts queued job j in its pool's Plan.Waiting when it
+// waits for capacity: its first failing check is fit, quota or order and
+// could pass once capacity frees (not a job that fits no node, nor one
+// held by its limit, back-off, class or run time).
+func (cy *cycle) noteWaiting(j *Job, v *Verdict) {
+	c := firstFailed(v.Checks)
+	if c == nil || c.Permanent || (c.Name != "fit" && c.Name != "quota" && c.Name != "order") {
+		return
+	}
+	if cy.plan.Waiting == nil {
+		cy.plan.Waiting = map[string]PoolWait{}
+	}
+	w := cy.plan.Waiting[j.Pool()]
+	if w.Count == 0 {
+		w.First = j.Key()
+	}
+	w.Count++
+	cy.plan.Waiting[j.Pool()] = w
 }
 
 func firstFailed(checks []Check) *Check {

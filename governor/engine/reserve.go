@@ -220,19 +220,28 @@ func (cy *cycle) behindReservation(j *Job, r *reservation) Check {
 		head.Key(), waited, cy.cfg.StarvationTimeout, when)}
 }
 
-// HeldBackBy returns the starving head of plan p that holds back job j,
-// which a Base admitted on its own (a submission through the proxy, or
-// the simulator's model of one): the head of j's pool, unless j is that
-// head or ends before the head's reservation starts (backfill, by the
-// run time a cycle assumes). Whether j fits outside the reserved nodes
-// only a cycle knows, so such a job waits for one. "" when none holds
-// it back.
+// HeldBackBy tells why plan p leaves job j, which a Base admitted on its
+// own (a submission through the proxy, or the simulator's model of one),
+// to the next cycle instead; "" when it does not. Two rules:
+//
+//   - its pool's starving head holds it back, unless j is that head or
+//     ends before the head's reservation starts (backfill, by the run
+//     time a cycle assumes; whether j fits outside the reserved nodes
+//     only a cycle knows);
+//   - other queued jobs of its pool wait for capacity (Plan.Waiting): the
+//     cycle hands freed capacity out in queue order, by class and fair
+//     share, and a submission taking it at once would pass them all
+//     (measured in the simulator: docs/simulator.md, round 10). With no
+//     one waiting, a job that fits is admitted at once.
 func (p *Plan) HeldBackBy(cfg Config, j *Job, now time.Time) string {
-	head, ok := p.Starving[j.Pool()]
-	if !ok || head == j.Key() || p.backfills(cfg, j, now) {
-		return ""
+	pool := j.Pool()
+	if head, ok := p.Starving[pool]; ok && head != j.Key() && !p.backfills(cfg, j, now) {
+		return "order: waiting behind " + head + ", which has waited longer than the starvation timeout, does not fit yet and holds a reservation this job would outlive"
 	}
-	return head
+	if w := p.Waiting[pool]; w.Count > 1 || (w.Count == 1 && w.First != j.Key()) {
+		return fmt.Sprintf("order: %d queued jobs of node pool %s wait for capacity (first %s); the next cycle admits in queue order", w.Count, pool, w.First)
+	}
+	return ""
 }
 
 // backfills tells whether j ends before the reservation of its pool's

@@ -389,9 +389,8 @@ func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
 	latest := r.planned()
 	if latest != nil && v.Admitted {
-		if head := latest.HeldBackBy(r.Config, j, r.Now()); head != "" {
-			v.Admitted = false
-			v.Reason = "order: waiting behind " + head + ", which has waited longer than the starvation timeout, does not fit yet and holds a reservation this job would outlive"
+		if why := latest.HeldBackBy(r.Config, j, r.Now()); why != "" {
+			v.Admitted, v.Reason = false, why
 		}
 	}
 	if !v.Admitted {

@@ -68,3 +68,18 @@ func TestReserveStarvingHeadKeepsNothing(t *testing.T) {
 	v, _ = r.Reserve(cluster.ConvertJob(gpuJob("y", 4, false)))
 	must.True(t, v.Admitted, must.Sprintf("x, held, holds none of the 4 GPUs: %s", v.Reason))
 }
+
+// While queued jobs of its pool wait for capacity, a submission that fits
+// is held for the next cycle, which admits in queue order (and keeps no
+// usage); once none waits, the next one is admitted at once.
+func TestReserveLeavesItToTheCycleWhileOthersWait(t *testing.T) {
+	r, _ := newReconciler(t)
+	r.Cycle(context.Background())
+	r.setLatest(&engine.Plan{Waiting: map[string]engine.PoolWait{"default": {Count: 3, First: "ml/big"}}}, &engine.Snapshot{})
+	v, _ := r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
+	must.False(t, v.Admitted)
+	must.StrContains(t, v.Reason, "3 queued jobs of node pool default wait for capacity (first ml/big)")
+	r.setLatest(&engine.Plan{}, &engine.Snapshot{})
+	v, _ = r.Reserve(cluster.ConvertJob(gpuJob("y", 4, false)))
+	must.True(t, v.Admitted, must.Sprintf("x, held, holds none of the 4 GPUs: %s", v.Reason))
+}

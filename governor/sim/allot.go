@@ -61,8 +61,9 @@ func (s *sim) cycle() {
 
 // proxyAdmit models a submission through the governor's proxy
 // (reconcile.Reserve): the job is decided on its own at once against what
-// runs and is admitted (engine.Base), held back only by a starving head of
-// the latest cycle's plan (Plan.HeldBackBy); admitted, it goes to Nomad
+// runs and is admitted (engine.Base), unless the latest cycle's plan
+// leaves it to the next cycle (Plan.HeldBackBy: a starving head, or
+// jobs of its pool waiting for capacity); admitted, it goes to Nomad
 // without waiting for a cycle, else it stays held for the next one.
 func (s *sim) proxyAdmit(j *jobRun) {
 	snap := s.snapshot()
