@@ -197,6 +197,7 @@ func fidelity(t *testing.T, fc fidCase) {
 	}
 	must.Positive(t, f.PreemptionsReal, must.Sprint("the real stack preempts"))
 	must.Positive(t, f.PreemptionsSim, must.Sprint("the simulator preempts"))
+	must.Positive(t, f.PreemptedBoth, must.Sprint("some of the same jobs are preempted on both"))
 }
 
 // dumpFidelity writes both sides of a replay into dir for a closer look
