@@ -144,7 +144,10 @@ func fidelity(t *testing.T, fc fidCase) {
 	observed := replay(t, c, client, trainer, jobs)
 
 	opts := DefaultOptions()
-	opts.CycleInterval, opts.SampleInterval = time.Second, time.Second
+	// The governor cycles on every change, at least 200 ms apart (its
+	// MinGap; cycle_interval = "1s" is the longest gap): the simulator's
+	// CycleInterval is that shortest gap.
+	opts.CycleInterval, opts.SampleInterval = 200*time.Millisecond, time.Second
 	cfg := config.Default()
 	must.NoError(t, cfg.LoadFile(govCfg))
 	opts.Engine = cfg.Engine()
