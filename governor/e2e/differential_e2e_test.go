@@ -109,7 +109,8 @@ func putGov(t *testing.T, gov, path, body string) (int, string) {
 
 // evaluateHeld: POST /v1/job/<id>/evaluate passes the proxy; Nomad
 // evaluates the stored, stopped version, so a held job gets no allocation.
-// The control job of the same shape in a namespace with room runs.
+// The control job of the same shape in a namespace with room runs (at
+// once, or after the next cycle while earlier jobs of its pool wait).
 func evaluateHeld(t *testing.T, c *testcluster.Cluster, gov string) {
 	status, out := putGov(t, gov, "/v1/jobs", sleepJob("held-2gpu", "tiny", false))
 	must.Eq(t, 200, status, must.Sprint(out))
@@ -134,7 +135,12 @@ func evaluateHeld(t *testing.T, c *testcluster.Cluster, gov string) {
 
 	status, out = putGov(t, gov, "/v1/jobs", sleepJob("control-2gpu", "ml", false))
 	must.Eq(t, 200, status, must.Sprint(out))
-	must.StrContains(t, out, "allot: job ml/control-2gpu admitted")
+	// Admitted at once, or, while earlier jobs of its pool wait for
+	// capacity, left to the next cycle (engine Plan.HeldBackBy), which
+	// admits it: either way it runs.
+	if !strings.Contains(out, "allot: job ml/control-2gpu admitted") {
+		must.StrContains(t, out, "wait for capacity", must.Sprint("held only for the next cycle"))
+	}
 	c.WaitForAlloc("ml", "control-2gpu", 60*time.Second, func(*api.AllocationListStub) error { return nil })
 }
 
