@@ -222,22 +222,37 @@ func (cy *cycle) behindReservation(j *Job, r *reservation) Check {
 
 // HeldBackBy tells why plan p leaves job j, which a Base admitted on its
 // own (a submission through the proxy, or the simulator's model of one),
-// to the next cycle instead; "" when it does not. Two rules:
-//
-//   - its pool's starving head holds it back, unless j is that head or
-//     ends before the head's reservation starts (backfill, by the run
-//     time a cycle assumes; whether j fits outside the reserved nodes
-//     only a cycle knows);
-//   - other queued jobs of its pool wait for capacity (Plan.Waiting): the
-//     cycle hands freed capacity out in queue order, by class and fair
-//     share, and a submission taking it at once would pass them all
-//     (measured in the simulator: docs/simulator.md, round 10). With no
-//     one waiting, a job that fits is admitted at once.
+// to the next cycle instead; "" when it does not. Its pool's starving
+// head holds it back (HeadAhead), and so do other queued jobs of its
+// pool that wait for capacity (WaitersAhead). An update of a job that is
+// already admitted takes no new place in the queue: only HeadAhead
+// applies to it.
 func (p *Plan) HeldBackBy(cfg Config, j *Job, now time.Time) string {
-	pool := j.Pool()
-	if head, ok := p.Starving[pool]; ok && head != j.Key() && !p.backfills(cfg, j, now) {
+	if why := p.HeadAhead(cfg, j, now); why != "" {
+		return why
+	}
+	return p.WaitersAhead(j)
+}
+
+// HeadAhead tells why j's pool's starving head holds j back: unless j is
+// that head or ends before the head's reservation starts (backfill, by
+// the run time a cycle assumes; whether j fits outside the reserved nodes
+// only a cycle knows). "" when it does not.
+func (p *Plan) HeadAhead(cfg Config, j *Job, now time.Time) string {
+	if head, ok := p.Starving[j.Pool()]; ok && head != j.Key() && !p.backfills(cfg, j, now) {
 		return "order: waiting behind " + head + ", which has waited longer than the starvation timeout, does not fit yet and holds a reservation this job would outlive"
 	}
+	return ""
+}
+
+// WaitersAhead tells why other queued jobs of j's pool that wait for
+// capacity (Plan.Waiting) hold j back: the cycle hands freed capacity out
+// in queue order, by class and fair share, and a submission taking it at
+// once would pass them all (measured in the simulator: docs/simulator.md,
+// round 10). With no one waiting, a job that fits is admitted at once.
+// "" when none waits.
+func (p *Plan) WaitersAhead(j *Job) string {
+	pool := j.Pool()
 	if w := p.Waiting[pool]; w.Count > 1 || (w.Count == 1 && w.First != j.Key()) {
 		return fmt.Sprintf("order: %d queued jobs of node pool %s wait for capacity (first %s); the next cycle admits in queue order", w.Count, pool, w.First)
 	}

@@ -372,24 +372,32 @@ func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 			}
 		}
 		snap.Jobs = jobs
-		return r.verdictOf(engine.Prepare(r.Config, snap).Decide(j, false), j)
+		return r.verdictOf(engine.Prepare(r.Config, snap).Decide(j, false), j, true)
 	}
 	if gen := r.Store.Gen(); r.base == nil || gen != r.baseGen || now.Sub(r.baseAt) > baseTTL {
 		r.base, r.baseGen, r.baseAt = engine.Prepare(r.Config, r.Store.Snapshot(now)), gen, now
 	}
 	pv := r.base.Decide(j, commit)
-	v := r.verdictOf(pv, j)
+	v := r.verdictOf(pv, j, false)
 	if commit && pv.State == engine.Admitted && !v.Admitted {
 		r.base = nil // it kept the usage of a job a starving head holds back
 	}
 	return v
 }
 
-func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job) Verdict {
+// verdictOf turns the base's verdict into the proxy's, with what the
+// latest plan holds back (engine Plan.HeldBackBy; for an update of an
+// admitted job only its pool's starving head: it takes no new place in
+// the queue, and a refused update would be the user's to retry).
+func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job, update bool) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
 	latest := r.planned()
 	if latest != nil && v.Admitted {
-		if why := latest.HeldBackBy(r.Config, j, r.Now()); why != "" {
+		why := latest.HeldBackBy(r.Config, j, r.Now())
+		if update {
+			why = latest.HeadAhead(r.Config, j, r.Now())
+		}
+		if why != "" {
 			v.Admitted, v.Reason = false, why
 		}
 	}

@@ -83,3 +83,19 @@ func TestReserveLeavesItToTheCycleWhileOthersWait(t *testing.T) {
 	v, _ = r.Reserve(cluster.ConvertJob(gpuJob("y", 4, false)))
 	must.True(t, v.Admitted, must.Sprintf("x, held, holds none of the 4 GPUs: %s", v.Reason))
 }
+
+// An update of an admitted job is not held back by jobs waiting for
+// capacity: it takes no new place in the queue (and an update of a
+// running job that is not admitted is refused, not held).
+func TestReserveUpdateIgnoresWaiters(t *testing.T) {
+	r, _ := newReconciler(t, gpuJob("run", 2, true))
+	r.Cycle(context.Background())
+	j, ok := r.Store.Job("ml", "run")
+	must.True(t, ok)
+	must.Eq(t, engine.Admitted, j.State)
+	r.setLatest(&engine.Plan{Waiting: map[string]engine.PoolWait{"default": {Count: 3, First: "ml/big"}}}, &engine.Snapshot{})
+	v, _ := r.Reserve(cluster.ConvertJob(gpuJob("run", 2, false)))
+	must.True(t, v.Admitted, must.Sprintf("an update of an admitted job: %s", v.Reason))
+	v, _ = r.Reserve(cluster.ConvertJob(gpuJob("new", 1, false)))
+	must.False(t, v.Admitted, must.Sprint("a new job still waits for the cycle"))
+}
