@@ -15,6 +15,9 @@ func TestAudit27_ReasonsDoNotNameHiddenParties(t *testing.T) {
 		"starving head": {
 			in:   "order: waiting behind secret/big job, which has waited 3h0m0s (longer than the starvation timeout 10m0s) and does not fit yet",
 			want: "order: waiting behind (hidden), which has waited 3h0m0s (longer than the starvation timeout 10m0s) and does not fit yet"},
+		"jobs waiting for capacity": {
+			in:   "order: 3 queued jobs of node pool gpu wait for capacity (first secret/big); the next cycle admits in queue order",
+			want: "order: 3 queued jobs of node pool gpu wait for capacity (first (hidden)); the next cycle admits in queue order"},
 		"victims": {
 			in:   "preempting ml/own, secret/x1, secret/x2 (reclaim); admitted once their resources are free",
 			want: "preempting ml/own, (hidden), (hidden) (reclaim); admitted once their resources are free"},

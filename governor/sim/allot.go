@@ -66,10 +66,12 @@ func (s *sim) cycle() {
 // jobs of its pool waiting for capacity); admitted, it goes to Nomad
 // without waiting for a cycle, else it stays held for the next one.
 func (s *sim) proxyAdmit(j *jobRun) {
-	snap := s.snapshot()
 	ej := s.engineJob(j)
-	v := engine.Prepare(s.opts.Engine, snap).Decide(ej, false)
-	if v.State != engine.Admitted || (s.latest != nil && s.latest.HeldBackBy(s.opts.Engine, ej, snap.Now) != "") {
+	if s.latest != nil && s.latest.HeldBackBy(s.opts.Engine, ej, epoch.Add(s.now)) != "" {
+		return // decided before the base is built: under contention most are
+	}
+	v := engine.Prepare(s.opts.Engine, s.snapshot()).Decide(ej, false)
+	if v.State != engine.Admitted {
 		return
 	}
 	s.m.proxyAdmits++

@@ -3,7 +3,6 @@
 package sim
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -369,33 +367,11 @@ func (c cycleStats) since(before cycleStats, wall time.Duration) cycleStats {
 
 func readCycleStats(b *testing.B, addr string) cycleStats {
 	b.Helper()
-	resp, err := http.Get(addr + "/metrics")
+	m, err := testcluster.Metrics(addr)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var c cycleStats
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "allot_cycle_seconds_count":
-			c.count, err = strconv.ParseFloat(v, 64)
-		case "allot_cycle_seconds_sum":
-			c.sum, err = strconv.ParseFloat(v, 64)
-		}
-		if err != nil {
-			b.Fatalf("reading %s: %v", name, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		b.Fatal(err)
-	}
-	return c
+	return cycleStats{count: m["allot_cycle_seconds_count"], sum: m["allot_cycle_seconds_sum"]}
 }
 
 // waitEvaluated waits until Nomad holds no pending evaluation (every job

@@ -3,7 +3,6 @@
 package sim
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +152,7 @@ func fidelity(t *testing.T, fc fidCase) {
 	opts.CheckpointOnStop = true // the toy trainer saves on the driver's request
 	waiting := 0                 // cycles with a reservation or a borrow hold
 	simCauses := map[string]int{}
+	dump := os.Getenv("ALLOT_FIDELITY_DUMP")
 	var simLog []string
 	opts.OnCycle = func(_ *engine.Snapshot, p *engine.Plan) {
 		if len(p.Reservations) > 0 || len(p.BorrowHolds) > 0 {
@@ -162,6 +161,9 @@ func fidelity(t *testing.T, fc fidCase) {
 		for _, d := range p.Decisions {
 			if d.Action == engine.Requeue && d.Preemptor != "" {
 				simCauses[d.Cause]++
+				if dump == "" {
+					continue
+				}
 				simLog = append(simLog, fmt.Sprintf("%v %s/%s by %s cause %s: %s", p.Now.Sub(epoch).Round(time.Millisecond), d.Namespace, d.JobID, d.Preemptor, d.Cause, d.Reason))
 			}
 		}
@@ -182,10 +184,10 @@ func fidelity(t *testing.T, fc fidCase) {
 	t.Logf("fidelity: %d jobs, Kendall τ %.3f, |wait real − sim| mean %.1f s p50 %.1f s p95 %.1f s max %.1f s, mean wait real %.1f s sim %.1f s, utilization real %.3f sim %.3f; %d simulated cycles with a reservation or borrow hold",
 		f.Jobs, f.Tau, f.WaitDiff.Mean.Seconds(), f.WaitDiff.P50.Seconds(), f.WaitDiff.P95.Seconds(), f.WaitDiff.Max.Seconds(),
 		f.MeanWaitReal.Seconds(), f.MeanWaitSim.Seconds(), f.UtilReal, f.UtilSim, waiting)
-	t.Logf("preemptions: real %d (by cause %v) of %d jobs, simulated %d (by cause %v) of %d jobs, %d jobs preempted on both",
-		f.PreemptionsReal, preemptionsByCause(t, gov), f.PreemptedReal, f.PreemptionsSim, simCauses, f.PreemptedSim, f.PreemptedBoth)
-	if dir := os.Getenv("ALLOT_FIDELITY_DUMP"); dir != "" {
-		dumpFidelity(t, dir, gov, simLog, observed, res)
+	t.Logf("preemptions: real %d (by cause %v) of %d jobs, simulated %d (by cause %v) of %d jobs, %d jobs preempted on both; %d simulated submissions admitted at once by the proxy",
+		f.PreemptionsReal, preemptionsByCause(t, gov), f.PreemptedReal, f.PreemptionsSim, simCauses, f.PreemptedSim, f.PreemptedBoth, res.ProxyAdmits)
+	if dump != "" {
+		dumpFidelity(t, dump, gov, simLog, observed, res)
 	}
 	must.Eq(t, len(jobs), f.Jobs, must.Sprint("every job started on both"))
 	must.Greater(t, 0.7, f.Tau, must.Sprint("start orders agree"))
@@ -226,24 +228,14 @@ func dumpFidelity(t *testing.T, dir, gov string, simLog []string, observed map[s
 
 // preemptionsByCause reads allot_preemptions_total from the governor.
 func preemptionsByCause(t *testing.T, addr string) map[string]int {
-	resp, err := http.Get(addr + "/metrics")
+	m, err := testcluster.Metrics(addr)
 	must.NoError(t, err)
-	defer resp.Body.Close()
 	out := map[string]int{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), `allot_preemptions_total{reason="`)
-		if !ok {
-			continue
-		}
-		cause, n, ok := strings.Cut(rest, `"} `)
-		v, err := strconv.ParseFloat(n, 64)
-		if ok && err == nil {
-			out[cause] = int(v)
+	for series, v := range m {
+		if rest, ok := strings.CutPrefix(series, `allot_preemptions_total{reason="`); ok {
+			out[strings.TrimSuffix(rest, `"}`)] = int(v)
 		}
 	}
-	must.NoError(t, sc.Err())
 	return out
 }
 

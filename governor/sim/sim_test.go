@@ -79,6 +79,8 @@ func TestConservation(t *testing.T) {
 				must.EqOp(t, len(r.Jobs), finished, must.Sprint("every job finishes"))
 			case Allot:
 				must.Positive(t, tooBig)
+				must.Positive(t, r.ProxyAdmits, must.Sprint("submissions that fit an idle moment are admitted at once"))
+				must.Less(t, len(r.Jobs), r.ProxyAdmits, must.Sprint("others wait for a cycle"))
 				must.EqOp(t, len(r.Jobs)-tooBig, finished, must.Sprint("every job within its tenant's limit finishes"))
 			}
 		})
