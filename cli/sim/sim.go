@@ -85,6 +85,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "policies", Value: "nomad-fifo,nomad-priority,allot", Usage: "comma list of policies"},
 			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
+			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
 		Action: runAction,
 	}
@@ -107,6 +108,9 @@ func runAction(c *cli.Context) error {
 	opts.Seed = c.Int64("seed")
 	if opts.CycleInterval = c.Duration("cycle"); opts.CycleInterval <= 0 {
 		return cmdutil.UsageError(c, "-cycle must be > 0")
+	}
+	if opts.StartDelay = c.Duration("start-delay"); opts.StartDelay < 0 {
+		return cmdutil.UsageError(c, "-start-delay must be ≥ 0")
 	}
 	if c.IsSet("starvation-timeout") {
 		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
@@ -32,6 +33,23 @@ func TestRunJSON(t *testing.T) {
 	must.EqOp(t, 150, sums[0].Jobs)
 }
 
+// TestStartDelayLengthensEveryJob: -start-delay adds to each job's time
+// from submission to start, so completion times grow by at least it.
+func TestStartDelayLengthensEveryJob(t *testing.T) {
+	jct := func(args ...string) gsim.Summary {
+		code, out, errOut := run(append([]string{"run", "-cluster", small, "-jobs", "60", "-span", "24h", "-policies", "nomad-fifo", "-json"}, args...)...)
+		must.EqOp(t, 0, code, must.Sprint(errOut))
+		var sums []gsim.Summary
+		must.NoError(t, json.Unmarshal([]byte(out), &sums))
+		must.SliceLen(t, 1, sums)
+		return sums[0]
+	}
+	at, later := jct(), jct("-start-delay", "30m")
+	must.EqOp(t, at.Finished, later.Finished)
+	must.GreaterEq(t, at.Wait.Mean+30*time.Minute, later.Wait.Mean)
+	must.GreaterEq(t, at.Completion.Mean+30*time.Minute, later.Completion.Mean)
+}
+
 func TestGenerateThenReplayTheTrace(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "w.jsonl")
 	code, _, errOut := run("generate", "-cluster", small, "-jobs", "80", "-span", "12h", "-out", trace)
@@ -54,12 +72,13 @@ func TestBadInputIsAClearError(t *testing.T) {
 		code int
 		want string
 	}{
-		"unknown policy": {[]string{"run", "-cluster", small, "-policies", "fifo"}, 2, `unknown policy "fifo"`},
-		"bad trace":      {[]string{"run", "-cluster", small, "-trace", badTrace}, 1, "bad.csv:2: column gpus"},
-		"bad cluster":    {[]string{"run", "-cluster", badCluster}, 1, "c.hcl:1,"},
-		"no cluster":     {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
-		"negative nodes": {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
-		"extra argument": {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
+		"unknown policy":       {[]string{"run", "-cluster", small, "-policies", "fifo"}, 2, `unknown policy "fifo"`},
+		"bad trace":            {[]string{"run", "-cluster", small, "-trace", badTrace}, 1, "bad.csv:2: column gpus"},
+		"bad cluster":          {[]string{"run", "-cluster", badCluster}, 1, "c.hcl:1,"},
+		"no cluster":           {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
+		"negative nodes":       {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
+		"negative start delay": {[]string{"run", "-cluster", small, "-start-delay", "-1s"}, 2, "-start-delay must be ≥ 0"},
+		"extra argument":       {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
 		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
 			2, `"many" is not a node count`},
 		"unknown tenant in trace": {[]string{"run", "-cluster", small, "-trace", writeTrace(t, dir)}, 1, `tenant "zed" is not in the cluster file`},

@@ -95,6 +95,9 @@ type Amount struct {
 	Borrowable int64
 	// Over marks a resource the check fails on.
 	Over bool
+	// Never marks a need no usage of others can make room for (above the
+	// limit, or the nominal quota plus all the cohort could lend).
+	Never bool `json:",omitempty"`
 }
 
 // Why is the response of GET /allot/v1/jobs/<ns>/<id>/why.

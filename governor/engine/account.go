@@ -94,6 +94,7 @@ func (a *account) checkLimit(req quota.Vector) Check {
 		}
 		am := Amount{Resource: r, Need: req[r], Used: a.usage[r], Cap: lim}
 		am.Over = am.Used+am.Need > lim
+		am.Never = am.Need > lim
 		c.add(am)
 	}
 	return c.withMetaErr(a.t.Err)
@@ -111,6 +112,7 @@ func (a *account) checkQuota(req quota.Vector) Check {
 		if am.Used+am.Need > am.Cap {
 			am.Borrowable = a.borrowable(r)
 			am.Over = am.Used+am.Need > am.Cap+am.Borrowable
+			am.Never = am.Over && am.Need > am.Cap+a.lendable(r)
 		}
 		c.add(am)
 	}

@@ -14,6 +14,9 @@ func (c *Check) add(a Amount) {
 	if a.Over {
 		c.OK = false
 	}
+	if a.Never {
+		c.Permanent = true
+	}
 }
 
 // withMetaErr notes the namespace's quota meta error on a failing check.
@@ -71,6 +74,15 @@ func (c *Check) amountText(a Amount) string {
 		b.WriteString(" can lend ")
 		b.WriteString(quota.Format(a.Resource, a.Borrowable))
 		b.WriteString(" more")
+	}
+	if a.Never {
+		b.WriteString(", more than it could ever get (")
+		b.WriteString(kind)
+		if c.Name == "quota" {
+			b.WriteString(" plus all the cohort could lend")
+		}
+		b.WriteString("): change the job or the ")
+		b.WriteString(kind)
 	}
 	return b.String()
 }

@@ -84,10 +84,66 @@ func TestDecideCountsJobsWaitingForCapacity(t *testing.T) {
 	big := mkJob("a", "big").Pool("gpu").QueuedAt(t0.Add(-time.Minute)).CPU(1000).Mem(1024).Device("nvidia/gpu", 8).Build()
 	never := mkJob("a", "never").Pool("gpu").QueuedAt(t0.Add(-time.Minute)).CPU(1000).Mem(1024).Device("nvidia/gpu", 16).Build()
 	over := mkJob("b", "over").Pool("gpu").QueuedAt(t0.Add(-time.Minute)).CPU(1000).Mem(1024).Device("nvidia/gpu", 2).Build()
-	s := snap([]*Tenant{ten, small}, []*Node{n}, []*Alloc{ra}, running, big, never, over)
+	// c may borrow what a and b lend (32 + 1) on top of its 2: 36 is more
+	// than it could ever get.
+	lots := mkJob("c", "lots").Pool("gpu").QueuedAt(t0.Add(-time.Minute)).CPU(1000).Mem(1024).Device("nvidia/gpu", 36).Build()
+	s := snap([]*Tenant{ten, small, mkTenant("c").Quota("gpu", 2).Build()}, []*Node{n}, []*Alloc{ra}, running, big, never, over, lots)
 	p := Decide(testConfig(), s)
 	must.Eq(t, map[string]PoolWait{"gpu": {Count: 1, First: "a/big"}}, p.Waiting)
 	must.Eq(t, "fit", firstFailed(p.Verdicts["a/big"].Checks).Name)
 	must.True(t, firstFailed(p.Verdicts["a/never"].Checks).Permanent)
-	must.Eq(t, "limit", firstFailed(p.Verdicts["b/over"].Checks).Name)
+	for key, check := range map[string]string{"b/over": "limit", "c/lots": "quota"} {
+		c := firstFailed(p.Verdicts[key].Checks)
+		must.Eq(t, check, c.Name)
+		must.True(t, c.Permanent, must.Sprintf("%s needs more than it could ever get: %s", key, c.Text()))
+		must.StrContains(t, c.Text(), "more than it could ever get")
+	}
+	for _, d := range p.Decisions {
+		must.NotEq(t, Requeue, d.Action, must.Sprintf("no preemption for a permanent hold: %+v", d))
+	}
+}
+
+// A quota or limit check is permanent only when the need itself is out of
+// reach: a tenant at its limit, or whose cohort lends all it can, waits.
+func TestQuotaAndLimitNeverOnlyOutOfReach(t *testing.T) {
+	lender := mkTenant("lender").Quota("gpu", 6).Build()
+	cases := []struct {
+		name       string
+		tenant     *Tenant
+		used, need int64
+		check      string
+		permanent  bool
+	}{
+		{"limit reached", mkTenant("a").Quota("gpu", 8).Limit("gpu", 8).Build(), 8, 4, "limit", false},
+		{"above the limit", mkTenant("a").Quota("gpu", 8).Limit("gpu", 8).Build(), 0, 9, "limit", true},
+		{"borrows what is lent now", mkTenant("a").Quota("gpu", 2).Build(), 2, 6, "quota", false},
+		{"nominal plus all lending", mkTenant("a").Quota("gpu", 2).Build(), 0, 8, "", false},
+		{"above nominal plus all lending", mkTenant("a").Quota("gpu", 2).Build(), 0, 9, "quota", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []*Node{mkNode("n1").Pool("gpu").CPU(64000).Mem(512*1024).Devices(h200, 16, "memory", "143771 MiB").Build()}
+			var allocs []*Alloc
+			jobs := []*Job{mkJob("lender", "l").State(Admitted).Pool("gpu").CPU(100).Mem(100).Device("nvidia/gpu", 6).Build()}
+			allocs = append(allocs, alloc("lender", "l", "g", "n1", 100, 100, map[string]int{h200: 6}))
+			if tc.used > 0 {
+				jobs = append(jobs, mkJob("a", "run").State(Admitted).Pool("gpu").CPU(100).Mem(100).Device("nvidia/gpu", int(tc.used)).Build())
+				allocs = append(allocs, alloc("a", "run", "g", "n1", 100, 100, map[string]int{h200: int(tc.used)}))
+			}
+			if tc.check == "" { // the lender's job ends: all it lends is free
+				jobs, allocs = jobs[1:], allocs[1:]
+			}
+			jobs = append(jobs, mkJob("a", "new").Pool("gpu").QueuedAt(t0.Add(-time.Minute)).CPU(100).Mem(100).Device("nvidia/gpu", int(tc.need)).Build())
+			p := Decide(testConfig(), snap([]*Tenant{tc.tenant, lender}, nodes, allocs, jobs...))
+			v := p.Verdicts["a/new"]
+			c := firstFailed(v.Checks)
+			if tc.check == "" {
+				must.Nil(t, c, must.Sprintf("admitted: %+v", v))
+				return
+			}
+			must.NotNil(t, c)
+			must.Eq(t, tc.check, c.Name)
+			must.Eq(t, tc.permanent, c.Permanent, must.Sprint(c.Text()))
+		})
+	}
 }

@@ -114,8 +114,9 @@ type Check struct {
 	OK   bool
 	// Permanent marks a failing check that no change of usage or free
 	// capacity can make pass (a job that fits no node of its pool even
-	// empty, a system job where they are refused): such a job blocks no
-	// one and preempts no one.
+	// empty, one that needs more than its tenant's limit or than its
+	// nominal quota plus all its cohort could lend, a system job where
+	// they are refused): such a job blocks no one and preempts no one.
 	Permanent bool `json:",omitempty"`
 	// Detail explains class, fit and order checks.
 	Detail string `json:",omitempty"`
@@ -139,6 +140,10 @@ type Amount struct {
 	// fits the nominal quota without borrowing.
 	Borrowable int64
 	Over       bool
+	// Never marks a need that no usage of others can make room for: above
+	// the limit, or above the nominal quota plus all the cohort could
+	// ever lend. It makes the check Permanent.
+	Never bool `json:",omitempty"`
 }
 
 // Verdict explains where one governed job stands after a cycle.

@@ -313,8 +313,7 @@ func trim(checks []Check) []Check {
 // could pass once capacity frees (not a job that fits no node, nor one
 // held by its limit, back-off, class or run time).
 func (cy *cycle) noteWaiting(j *Job, v *Verdict) {
-	c := firstFailed(v.Checks)
-	if c == nil || c.Permanent || (c.Name != "fit" && c.Name != "quota" && c.Name != "order") {
+	if !WaitsForCapacity(v.Checks) {
 		return
 	}
 	if cy.plan.Waiting == nil {
@@ -326,6 +325,14 @@ func (cy *cycle) noteWaiting(j *Job, v *Verdict) {
 	}
 	w.Count++
 	cy.plan.Waiting[j.Pool()] = w
+}
+
+// WaitsForCapacity tells whether a held job's checks say it waits for
+// capacity: its first failing check is fit, quota or order and could pass
+// once capacity frees.
+func WaitsForCapacity(checks []Check) bool {
+	c := firstFailed(checks)
+	return c != nil && !c.Permanent && (c.Name == "fit" || c.Name == "quota" || c.Name == "order")
 }
 
 func firstFailed(checks []Check) *Check {

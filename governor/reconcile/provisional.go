@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -19,6 +20,10 @@ const provisionalTTL = time.Minute
 // Reconciler.plMu).
 type provisional struct {
 	entries map[string]provEntry
+	// waiting counts, per node pool, the held entries that wait for
+	// capacity (engine.WaitsForCapacity): the latest plan's Waiting does
+	// not know them yet.
+	waiting map[string]int
 	// keys are the "ns/id" keys of keysOf's queue, in order (built once
 	// per plan: a merge after each submission would otherwise build a
 	// string per queued job).
@@ -32,6 +37,10 @@ type provEntry struct {
 	admitted bool
 	use      quota.Vector
 	at       time.Time
+	// pool is the job's node pool; waits tells whether it is held for
+	// capacity (provisional.waiting).
+	pool  string
+	waits bool
 }
 
 func (p *provisional) empty() bool { return len(p.entries) == 0 }
@@ -49,26 +58,71 @@ func (p *provisional) settle(snap *engine.Snapshot, now time.Time) {
 	}
 	for key, e := range p.entries {
 		if seen[key] || now.Sub(e.at) > provisionalTTL {
-			delete(p.entries, key)
+			p.del(key)
 		}
 	}
+}
+
+// put records entry e under key, replacing any before.
+func (p *provisional) put(key string, e provEntry) {
+	p.del(key)
+	if p.entries == nil {
+		p.entries = map[string]provEntry{}
+	}
+	p.entries[key] = e
+	if e.waits {
+		if p.waiting == nil {
+			p.waiting = map[string]int{}
+		}
+		p.waiting[e.pool]++
+	}
+}
+
+// del forgets the entry under key and tells whether there was one.
+func (p *provisional) del(key string) bool {
+	e, ok := p.entries[key]
+	if !ok {
+		return false
+	}
+	delete(p.entries, key)
+	if e.waits {
+		if p.waiting[e.pool]--; p.waiting[e.pool] <= 0 {
+			delete(p.waiting, e.pool)
+		}
+	}
+	return true
 }
 
 // addProvisional records the proxy's verdict v about j (r.mu held).
 func (r *Reconciler) addProvisional(j *engine.Job, v Verdict) {
 	e := provEntry{admitted: v.Admitted, at: r.Now(), v: engine.Verdict{Namespace: j.Namespace, JobID: j.ID,
 		Class: v.Class, State: engine.Queued, QueuedAt: j.QueuedAt, Reason: v.Reason,
-		Position: v.Position, TenantPosition: v.TenantPosition, Checks: v.Checks}}
+		Position: v.Position, TenantPosition: v.TenantPosition, Checks: v.Checks},
+		pool: j.Pool(), waits: !v.Admitted && engine.WaitsForCapacity(v.Checks)}
 	if v.Admitted {
 		e.use = engine.Request(j)
 	}
 	r.plMu.Lock()
 	defer r.plMu.Unlock()
-	if r.prov.entries == nil {
-		r.prov.entries = map[string]provEntry{}
-	}
-	r.prov.entries[j.Key()] = e
+	r.prov.put(j.Key(), e)
 	r.merged = nil
+}
+
+// heldSinceAhead tells why jobs the proxy held since the latest plan,
+// waiting for capacity in j's node pool, hold j back as the plan's
+// Waiting would (engine Plan.WaitersAhead); "" when none does.
+func (r *Reconciler) heldSinceAhead(j *engine.Job) string {
+	pool, key := j.Pool(), j.Key()
+	r.plMu.RLock()
+	defer r.plMu.RUnlock()
+	n := r.prov.waiting[pool]
+	if e, ok := r.prov.entries[key]; ok && e.waits {
+		n-- // an earlier submission of j itself
+	}
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("order: %d jobs of node pool %s held since the last cycle wait for capacity; the next cycle admits in queue order", n, pool)
 }
 
 // dropProvisional forgets the proxy's decision about key (Nomad refused
@@ -76,8 +130,7 @@ func (r *Reconciler) addProvisional(j *engine.Job, v Verdict) {
 func (r *Reconciler) dropProvisional(key string) {
 	r.plMu.Lock()
 	defer r.plMu.Unlock()
-	if _, ok := r.prov.entries[key]; ok {
-		delete(r.prov.entries, key)
+	if r.prov.del(key) {
 		r.merged = nil
 	}
 }

@@ -148,8 +148,10 @@ func TestProxyAdmitsWhileCycleWrites(t *testing.T) {
 	<-bj.writing
 	verdicts := make(chan [2]Verdict, 1)
 	go func() {
-		x, _ := r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
+		// y first: once x is held for capacity, y would be left to the
+		// next cycle (heldSinceAhead).
 		y, _ := r.Reserve(cluster.ConvertJob(gpuJob("y", 1, false)))
+		x, _ := r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
 		verdicts <- [2]Verdict{x, y}
 	}()
 	select {

@@ -386,18 +386,32 @@ func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 }
 
 // verdictOf turns the base's verdict into the proxy's, with what the
-// latest plan holds back (engine Plan.HeldBackBy; for an update of an
-// admitted job only its pool's starving head: it takes no new place in
-// the queue, and a refused update would be the user's to retry).
+// latest plan and the proxy's holds since hold back (heldBack).
+// heldBack tells why j, which the base admitted, is left to the next
+// cycle: the latest plan's starving head or jobs waiting for capacity
+// (engine Plan.HeldBackBy), or jobs the proxy held since that plan for
+// capacity (heldSinceAhead). For an update of an admitted job only its
+// pool's starving head: it takes no new place in the queue, and a
+// refused update would be the user's to retry. "" when nothing does.
+func (r *Reconciler) heldBack(j *engine.Job, update bool) string {
+	latest, now := r.planned(), r.Now()
+	switch {
+	case update && latest != nil:
+		return latest.HeadAhead(r.Config, j, now)
+	case update:
+		return ""
+	case latest != nil:
+		if why := latest.HeldBackBy(r.Config, j, now); why != "" {
+			return why
+		}
+	}
+	return r.heldSinceAhead(j)
+}
+
 func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job, update bool) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
-	latest := r.planned()
-	if latest != nil && v.Admitted {
-		why := latest.HeldBackBy(r.Config, j, r.Now())
-		if update {
-			why = latest.HeadAhead(r.Config, j, r.Now())
-		}
-		if why != "" {
+	if v.Admitted {
+		if why := r.heldBack(j, update); why != "" {
 			v.Admitted, v.Reason = false, why
 		}
 	}

@@ -99,3 +99,31 @@ func TestReserveUpdateIgnoresWaiters(t *testing.T) {
 	v, _ = r.Reserve(cluster.ConvertJob(gpuJob("new", 1, false)))
 	must.False(t, v.Admitted, must.Sprint("a new job still waits for the cycle"))
 }
+
+// Jobs the proxy held for capacity since the latest plan hold a later
+// submission back like the plan's own waiting jobs (the plan does not
+// know them yet), until a plan decided about them or Nomad refused them;
+// a job held for a reason capacity cannot cure does not.
+func TestReserveLeavesItToTheCycleWhileJobsHeldSinceWait(t *testing.T) {
+	r, _ := newReconciler(t, gpuJob("run", 3, true))
+	r.Cycle(context.Background())
+	z := func() Verdict { return r.Evaluate(cluster.ConvertJob(gpuJob("z", 1, false))) }
+	huge, _ := r.Reserve(cluster.ConvertJob(gpuJob("huge", 64, false)))
+	must.False(t, huge.Admitted)
+	must.True(t, z().Admitted, must.Sprintf("a job that fits no node waits for no capacity: %s", z().Reason))
+
+	x, undo := r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
+	must.False(t, x.Admitted)
+	must.StrContains(t, x.Reason, "quota: needs 2 gpu")
+	v := z()
+	must.False(t, v.Admitted)
+	must.StrContains(t, v.Reason, "1 jobs of node pool default held since the last cycle wait for capacity")
+	undo()
+	must.True(t, z().Admitted, must.Sprintf("Nomad refused x: %s", z().Reason))
+
+	x, _ = r.Reserve(cluster.ConvertJob(gpuJob("x", 2, false)))
+	must.False(t, x.Admitted)
+	must.False(t, z().Admitted)
+	r.setLatest(&engine.Plan{}, &engine.Snapshot{Jobs: []*engine.Job{cluster.ConvertJob(gpuJob("x", 2, false))}})
+	must.True(t, z().Admitted, must.Sprintf("a plan decided about x: %s", z().Reason))
+}

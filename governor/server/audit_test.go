@@ -49,7 +49,7 @@ func TestAudit15_WhyDecidesWithoutACycle(t *testing.T) {
 	must.NoError(t, err)
 	must.Eq(t, "queued", w.State)
 	must.Eq(t, "standard", w.Class)
-	must.Eq(t, "quota: needs 2 gpu; tenant ml uses 0 of quota 0 and cohort default can lend 0 more", w.Reason)
+	must.Eq(t, "quota: needs 2 gpu; tenant ml uses 0 of quota 0 and cohort default can lend 0 more, more than it could ever get (quota plus all the cohort could lend): change the job or the quota", w.Reason)
 	must.Eq(t, 2, w.Position, must.Sprint("behind ml/big.Job_1 of the latest plan"))
 	must.Eq(t, gen, s.Store.Gen(), must.Sprint("a GET changes nothing in the store"))
 	stored, _ := s.Store.Job("ml", "fresh")

@@ -15,7 +15,7 @@ func (s *sim) cycle() {
 	s.m.cycles++
 	snap := s.snapshot()
 	plan := engine.Decide(s.opts.Engine, snap)
-	s.latest = plan
+	s.latest, s.heldSince = plan, nil
 	if s.opts.OnCycle != nil {
 		s.opts.OnCycle(snap, plan)
 	}
@@ -63,15 +63,26 @@ func (s *sim) cycle() {
 // (reconcile.Reserve): the job is decided on its own at once against what
 // runs and is admitted (engine.Base), unless the latest cycle's plan
 // leaves it to the next cycle (Plan.HeldBackBy: a starving head, or
-// jobs of its pool waiting for capacity); admitted, it goes to Nomad
-// without waiting for a cycle, else it stays held for the next one.
+// jobs of its pool waiting for capacity), or jobs it held since that
+// plan wait for capacity in its pool (the reconciler's heldSinceAhead);
+// admitted, it goes to Nomad without waiting for a cycle, else it stays
+// held for the next one.
 func (s *sim) proxyAdmit(j *jobRun) {
 	ej := s.engineJob(j)
 	if s.latest != nil && s.latest.HeldBackBy(s.opts.Engine, ej, epoch.Add(s.now)) != "" {
 		return // decided before the base is built: under contention most are
 	}
+	if s.heldSince[ej.Pool()] > 0 {
+		return
+	}
 	v := engine.Prepare(s.opts.Engine, s.snapshot()).Decide(ej, false)
 	if v.State != engine.Admitted {
+		if engine.WaitsForCapacity(v.Checks) {
+			if s.heldSince == nil {
+				s.heldSince = map[string]int{}
+			}
+			s.heldSince[ej.Pool()]++
+		}
 		return
 	}
 	s.m.proxyAdmits++
@@ -133,7 +144,7 @@ func (s *sim) snapshot() *engine.Snapshot {
 	snap := &engine.Snapshot{Now: epoch.Add(s.now), Tenants: s.tenants, Nodes: s.engNodes,
 		Allocs: make([]*engine.Alloc, 0, len(s.live))}
 	for _, a := range s.live {
-		fillAlloc(a, s.now)
+		fillAlloc(a, s.now, s.opts.StartDelay)
 		snap.Allocs = append(snap.Allocs, a.eng)
 	}
 	for s.firstOpen < len(s.jobs) && s.jobs[s.firstOpen].done {

@@ -7,12 +7,13 @@ import (
 )
 
 // fillAlloc sets what the engine reads about an allocation's progress:
-// it started when placed, and its latest checkpoint is the latest
-// multiple of the job's checkpoint interval reached while every
-// allocation ran (zero when none since the allocation started).
-func fillAlloc(a *alloc, now time.Duration) {
+// it was created when placed and runs StartDelay later, and its latest
+// checkpoint is the latest multiple of the job's checkpoint interval
+// reached while every allocation ran (zero when none since the
+// allocation started).
+func fillAlloc(a *alloc, now, startDelay time.Duration) {
 	j := a.job
-	a.eng.Started = true
+	a.eng.Started = now >= a.start+startDelay
 	a.eng.StartedAt = epoch.Add(a.start)
 	a.eng.LastCheckpoint = time.Time{}
 	c := j.w.Checkpoint

@@ -8,6 +8,7 @@ type eventKind int
 // submissions and cycles see it; samples come last.
 const (
 	evFinish eventKind = iota
+	evStart
 	evSubmit
 	evCycle
 	evSample
@@ -17,8 +18,8 @@ type event struct {
 	t    time.Duration
 	kind eventKind
 	job  *jobRun
-	// seq is the job's finishSeq for finish events (stale ones are
-	// ignored); seq2 orders events deterministically.
+	// seq is the job's finishSeq for finish events and its startSeq for
+	// start events (stale ones are ignored); seq2 orders events deterministically.
 	seq, seq2 int
 }
 

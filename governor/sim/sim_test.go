@@ -241,3 +241,58 @@ func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 	must.Positive(t, periodic, must.Sprint("periodic checkpoints lose the work since the last one"))
 	must.Eq(t, 0.0, onStop, must.Sprint("a checkpoint on the stop keeps every step"))
 }
+
+// TestStartDelay: with StartDelay a job's work begins that long after its
+// last allocation is placed, its allocations hold their GPUs meanwhile
+// and the engine sees them as not started; starts scheduled before a
+// requeue are dropped (every job within its limit still ends exactly
+// once, capacity stays within bounds).
+func TestStartDelay(t *testing.T) {
+	sc := smallScenario(t, 3)
+	const delay = 5 * time.Minute
+	for _, p := range Policies() {
+		t.Run(string(p), func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.StartDelay = delay
+			seen := 0
+			opts.OnCycle = func(snap *engine.Snapshot, _ *engine.Plan) {
+				for _, a := range snap.Allocs {
+					must.EqOp(t, !snap.Now.Before(a.StartedAt.Add(delay)), a.Started, must.Sprintf("alloc %s at %v", a.ID, snap.Now))
+					if !a.Started {
+						seen++
+					}
+				}
+			}
+			s, err := newSim(sc.Spec, sc.Jobs, p, opts)
+			must.NoError(t, err)
+			s.onSettle = func() {
+				checkNodes(t, s)
+				for _, a := range s.live {
+					if a.job.running && s.now < a.start+delay {
+						t.Fatalf("t=%v job %s runs on an allocation placed at %v", s.now, a.job.w.ID, a.start)
+					}
+				}
+			}
+			s.loop()
+			r := s.result()
+			finished, preempted := 0, 0
+			for _, j := range r.Jobs {
+				preempted += j.Preemptions
+				if j.End < 0 {
+					continue
+				}
+				finished++
+				must.EqOp(t, 1, j.Ends)
+				must.GreaterEq(t, j.Submit+delay, j.Start, must.Sprintf("job %s", j.ID))
+				if j.Preemptions == 0 {
+					must.EqOp(t, j.Duration, j.End-j.Start, must.Sprintf("job %s", j.ID))
+				}
+			}
+			must.Positive(t, finished)
+			if p == Allot {
+				must.Positive(t, seen, must.Sprint("the engine saw allocations not started yet"))
+				must.Positive(t, preempted, must.Sprint("requeues happen during and after delays"))
+			}
+		})
+	}
+}

@@ -54,13 +54,16 @@ type jobRun struct {
 	running      bool
 	runningSince time.Duration
 	finishSeq    int
-	firstStart   time.Duration
-	end          time.Duration
-	requeues     int
-	preempted    int
-	admittedAt   time.Duration
-	requeuedAt   time.Duration
-	preemptedBy  string
+	// startSeq numbers the job's scheduled starts (StartDelay): only the
+	// latest counts.
+	startSeq    int
+	firstStart  time.Duration
+	end         time.Duration
+	requeues    int
+	preempted   int
+	admittedAt  time.Duration
+	requeuedAt  time.Duration
+	preemptedBy string
 	// eng is the job as the engine sees it, built once and updated.
 	eng        *engine.Job
 	lostGPUSec float64
