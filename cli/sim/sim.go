@@ -86,6 +86,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
+			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
 		Action: runAction,
 	}
@@ -111,6 +112,9 @@ func runAction(c *cli.Context) error {
 	}
 	if opts.StartDelay = c.Duration("start-delay"); opts.StartDelay < 0 {
 		return cmdutil.UsageError(c, "-start-delay must be ≥ 0")
+	}
+	if opts.StopDelay = c.Duration("stop-delay"); opts.StopDelay < 0 {
+		return cmdutil.UsageError(c, "-stop-delay must be ≥ 0")
 	}
 	if c.IsSet("starvation-timeout") {
 		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")

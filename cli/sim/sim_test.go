@@ -78,6 +78,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		"no cluster":           {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
 		"negative nodes":       {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
 		"negative start delay": {[]string{"run", "-cluster", small, "-start-delay", "-1s"}, 2, "-start-delay must be ≥ 0"},
+		"negative stop delay":  {[]string{"run", "-cluster", small, "-stop-delay", "-1s"}, 2, "-stop-delay must be ≥ 0"},
 		"extra argument":       {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
 		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
 			2, `"many" is not a node count`},

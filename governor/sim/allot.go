@@ -110,7 +110,12 @@ func (s *sim) requeue(j *jobRun) {
 	s.interrupt(j)
 	s.m.preemption(j)
 	for len(j.allocs) > 0 {
-		s.stopAlloc(j.allocs[len(j.allocs)-1])
+		a := j.allocs[len(j.allocs)-1]
+		if s.opts.StopDelay > 0 {
+			s.beginStop(a)
+			continue
+		}
+		s.stopAlloc(a)
 	}
 	j.pending = j.pending[:0]
 	clearPin(j)
@@ -145,6 +150,9 @@ func (s *sim) snapshot() *engine.Snapshot {
 		Allocs: make([]*engine.Alloc, 0, len(s.live))}
 	for _, a := range s.live {
 		fillAlloc(a, s.now, s.opts.StartDelay)
+		snap.Allocs = append(snap.Allocs, a.eng)
+	}
+	for _, a := range s.stopping {
 		snap.Allocs = append(snap.Allocs, a.eng)
 	}
 	for s.firstOpen < len(s.jobs) && s.jobs[s.firstOpen].done {

@@ -8,6 +8,7 @@ type eventKind int
 // submissions and cycles see it; samples come last.
 const (
 	evFinish eventKind = iota
+	evRelease
 	evStart
 	evSubmit
 	evCycle
@@ -18,6 +19,8 @@ type event struct {
 	t    time.Duration
 	kind eventKind
 	job  *jobRun
+	// alloc is the stopping allocation a release event frees.
+	alloc *alloc
 	// seq is the job's finishSeq for finish events and its startSeq for
 	// start events (stale ones are ignored); seq2 orders events deterministically.
 	seq, seq2 int

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/allot-sh/allot/governor/engine"
 )
@@ -88,6 +89,10 @@ func (s *sim) startAlloc(j *jobRun, gi int, nd *node, dev int) {
 	a := &alloc{seq: len(s.live), job: j, group: gi, node: nd, dev: dev, gpus: g.GPUs, start: s.now}
 	a.eng = &engine.Alloc{ID: j.w.ID + "/" + g.Name + "/" + nd.n.ID, Namespace: j.w.Tenant, JobID: j.w.ID,
 		Group: g.Name, NodeID: nd.n.ID, Live: true, CPU: g.CPU, MemoryMB: g.MemoryMB}
+	if s.opts.StopDelay > 0 && j.requeues > 0 {
+		// an earlier run's allocation may still stop on this node
+		a.eng.ID += "/" + strconv.Itoa(j.requeues)
+	}
 	if dev >= 0 {
 		a.eng.Devices = map[string]int{nd.n.Devices[dev].ID(): g.GPUs}
 	}
@@ -100,8 +105,38 @@ func (s *sim) startAlloc(j *jobRun, gi int, nd *node, dev int) {
 
 // stopAlloc ends an allocation and frees its capacity.
 func (s *sim) stopAlloc(a *alloc) {
+	s.unlink(a)
+	s.free(a)
+}
+
+// beginStop ends an allocation of a requeued job whose capacity Nomad
+// counts until StopDelay has passed (release).
+func (s *sim) beginStop(a *alloc) {
+	s.unlink(a)
+	a.eng.Live, a.eng.Stopping = false, true
+	a.livePos, a.until = len(s.stopping), s.now+s.opts.StopDelay
+	s.stopping = append(s.stopping, a)
+	s.push(event{t: a.until, kind: evRelease, alloc: a})
+}
+
+// release frees a stopping allocation's capacity.
+func (s *sim) release(a *alloc) {
+	last := s.stopping[len(s.stopping)-1]
+	s.stopping[a.livePos], last.livePos = last, a.livePos
+	s.stopping = s.stopping[:len(s.stopping)-1]
+	s.free(a)
+}
+
+// free gives an allocation's capacity back to its node.
+func (s *sim) free(a *alloc) {
+	a.node.release(a, &a.job.w.Groups[a.group])
+	s.freed = append(s.freed, a.node.idx)
+	s.m.allocatedAt(s.now, a.job.w.Tenant, -a.gpus)
+}
+
+// unlink removes an allocation from the live ones and its job's.
+func (s *sim) unlink(a *alloc) {
 	j := a.job
-	a.node.release(a, &j.w.Groups[a.group])
 	last := s.live[len(s.live)-1]
 	s.live[a.livePos], last.livePos = last, a.livePos
 	s.live = s.live[:len(s.live)-1]
@@ -111,8 +146,6 @@ func (s *sim) stopAlloc(a *alloc) {
 			break
 		}
 	}
-	s.freed = append(s.freed, a.node.idx)
-	s.m.allocatedAt(s.now, j.w.Tenant, -a.gpus)
 }
 
 func (s *sim) mayPreempt(j *jobRun) bool {

@@ -81,6 +81,15 @@ type Options struct {
 	// fidelity replays it is 0.1–0.7 s (median 0.26 s, jobs admitted at
 	// submission): large next to 2–16-s jobs, negligible next to hours.
 	StartDelay time.Duration
+	// StopDelay is how long the allocations of a job allot requeues keep
+	// their GPUs after the governor stops it (the ckpt driver asking the
+	// task to checkpoint, the task exiting, the client reporting it):
+	// Nomad counts an allocation's resources until its client status is
+	// terminal, and the engine sees it as stopping (Alloc.Stopping). The
+	// job's work stops at once. Zero frees them at once. Nomad's own
+	// preemption (nomad-priority) places the preemptor in the same plan
+	// and is not delayed.
+	StopDelay time.Duration
 	// OnCycle, when set, sees every allot cycle's snapshot and plan
 	// (measurements such as report's TestReservations; read only).
 	OnCycle func(snap *engine.Snapshot, plan *engine.Plan)
@@ -126,6 +135,9 @@ type sim struct {
 	// latest is the plan of the last allot cycle (proxyAdmit reads its
 	// starving heads).
 	latest *engine.Plan
+	// stopping holds the allocations of requeued jobs that still hold
+	// their capacity (StopDelay).
+	stopping []*alloc
 	// heldSince counts, per node pool, the submissions proxyAdmit held
 	// for capacity since latest.
 	heldSince map[string]int
@@ -255,6 +267,8 @@ func (s *sim) handle(e event) {
 		if e.seq == e.job.startSeq {
 			s.start(e.job)
 		}
+	case evRelease:
+		s.release(e.alloc)
 	case evSubmit:
 		s.submit(e.job)
 	case evCycle:

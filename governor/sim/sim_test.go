@@ -296,3 +296,59 @@ func TestStartDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestStopDelay: with StopDelay the allocations of a job allot requeues
+// keep their GPUs that long, the engine sees them as stopping, and every
+// GPU a node lacks is held by a live or stopping allocation of it.
+func TestStopDelay(t *testing.T) {
+	sc := smallScenario(t, 3)
+	const delay = 5 * time.Minute
+	opts := DefaultOptions()
+	opts.StopDelay = delay
+	stoppingSeen := 0
+	opts.OnCycle = func(snap *engine.Snapshot, _ *engine.Plan) {
+		for _, a := range snap.Allocs {
+			if a.Stopping {
+				must.False(t, a.Live)
+				stoppingSeen++
+			}
+		}
+	}
+	s, err := newSim(sc.Spec, sc.Jobs, Allot, opts)
+	must.NoError(t, err)
+	s.onSettle = func() {
+		checkNodes(t, s)
+		held := map[*node]int{}
+		for _, a := range append(append([]*alloc(nil), s.live...), s.stopping...) {
+			held[a.node] += a.gpus
+		}
+		for _, a := range s.stopping {
+			if s.now >= a.until || a.until-s.now > delay {
+				t.Fatalf("t=%v allocation of %s stops until %v", s.now, a.job.w.ID, a.until)
+			}
+		}
+		for _, nd := range s.nodes {
+			free := 0
+			for i, f := range nd.free {
+				free += nd.n.Devices[i].Healthy - f
+			}
+			if free != held[nd] {
+				t.Fatalf("t=%v node %s: %d GPUs taken, %d held by allocations", s.now, nd.n.ID, free, held[nd])
+			}
+		}
+	}
+	s.loop()
+	r := s.result()
+	must.Positive(t, stoppingSeen, must.Sprint("cycles saw stopping allocations"))
+	must.SliceEmpty(t, s.stopping, must.Sprint("every stopping allocation was released"))
+	tooBig, finished := 0, 0
+	for _, j := range r.Jobs {
+		if j.GPUs > limitOf(sc, j.Tenant) {
+			tooBig++
+		}
+		if j.End >= 0 {
+			finished++
+		}
+	}
+	must.EqOp(t, len(r.Jobs)-tooBig, finished, must.Sprint("every job within its tenant's limit finishes"))
+}

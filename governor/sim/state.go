@@ -29,9 +29,12 @@ type alloc struct {
 	dev   int
 	gpus  int
 	start time.Duration
+	// until is when a stopping allocation frees its capacity.
+	until time.Duration
 	eng   *engine.Alloc
 	// nodePos and livePos are the alloc's indexes in its node's and the
-	// simulation's slices (swap-remove keeps runs deterministic).
+	// simulation's live (or, stopping, stopping) slices (swap-remove
+	// keeps runs deterministic).
 	nodePos, livePos int
 }
 

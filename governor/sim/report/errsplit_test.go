@@ -269,6 +269,13 @@ func firstQueued(snap *engine.Snapshot, plan *engine.Plan) map[string]string {
 		for _, c := range v.Checks {
 			if !c.OK {
 				check = c.Name
+				switch {
+				case c.Name != "order":
+				case strings.Contains(c.Detail, "lending is held"):
+					check = "order/lend-hold"
+				default:
+					check = "order/reservation"
+				}
 				break
 			}
 		}
