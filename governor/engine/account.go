@@ -16,6 +16,10 @@ type account struct {
 	cohort *cohort
 	// version counts changes of usage during the cycle.
 	version uint64
+	// claimed sums what the tenant's preemptors waiting for their
+	// victims to stop will take (preempt.go): not usage yet, but its
+	// further reclaims must count it.
+	claimed quota.Vector
 }
 
 // cohort is a sharing group of tenants.

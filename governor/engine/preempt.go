@@ -51,8 +51,7 @@ func (cy *cycle) owedPreemptors(jobs []*Job) map[string]bool {
 	cy.pre.owed = owed
 	for _, j := range jobs {
 		if j.State == Queued && j.PreemptedBy != "" && cy.s.Now.Sub(j.RequeuedAt) <= reclaimWindow {
-			keys := strings.Fields(j.PreemptedBy)
-			owed[keys[len(keys)-1]] = true
+			owed[lastPreemptor(j)] = true
 		}
 	}
 	return owed
@@ -217,8 +216,13 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	cy.buildPool()
 	s := cy.newTrial(j, acct)
 	// A preemptor whose victims are still stopping waits for them rather
-	// than preempting more.
+	// than preempting more; its tenant's later jobs count its claim.
 	if cy.pre.owed[j.Key()] && len(cy.pre.stopping) > 0 && s.feasible(nil) {
+		if acct.claimed == nil {
+			acct.claimed = quota.Vector{}
+		}
+		acct.claimed.Add(s.req)
+		cy.claimStopping(j.Key())
 		return fmt.Sprintf("waiting for stopping jobs to free their resources (%s); admitted once they are free", failed.Name), true
 	}
 	cands := cy.candidates(j, acct, s)
@@ -244,10 +248,18 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 // requeued this cycle.
 func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	prio := cy.cfg.Classes[cy.className(j)].Priority
-	reclaim := acct.withinNominal(s.req)
+	// What the tenant's waiting preemptors claim is taken already: a
+	// tenant does not reclaim or take by fair share on top of it (with
+	// victims that take long to stop it would every cycle).
+	want := s.req
+	if len(acct.claimed) > 0 {
+		want = s.req.Clone()
+		want.Add(acct.claimed)
+	}
+	reclaim := acct.withinNominal(want)
 	s.fair = nil
 	if !reclaim {
-		s.fair = cy.newFairPreemption(acct, s.req, prio)
+		s.fair = cy.newFairPreemption(acct, want, prio)
 		if s.fair != nil && cy.starvedHeads[j] {
 			s.fair.head = true
 		}
@@ -321,6 +333,34 @@ func (a *account) aboveNominal(req quota.Vector) bool {
 		}
 	}
 	return false
+}
+
+// claimStopping takes the allocations stopping for preemptor key out of
+// what later trials of the cycle count as about to be free: that
+// capacity is the preemptor's. Otherwise each cycle until they stopped,
+// another job would preempt more on the strength of it.
+func (cy *cycle) claimStopping(key string) {
+	ps := &cy.pre
+	keep := ps.stopping[:0]
+	for _, a := range ps.stopping {
+		if j := cy.jobByKey(a.Namespace + "/" + a.JobID); j != nil && lastPreemptor(j) == key {
+			if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
+				ps.stoppingUse[acct].Sub(allocVector(a))
+			}
+			continue
+		}
+		keep = append(keep, a)
+	}
+	ps.stopping = keep
+}
+
+// lastPreemptor is the job that preempted j last ("" when none).
+func lastPreemptor(j *Job) string {
+	keys := strings.Fields(j.PreemptedBy)
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[len(keys)-1]
 }
 
 // commitPreemption records the decisions: victims requeued, their usage

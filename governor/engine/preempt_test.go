@@ -304,3 +304,42 @@ func TestGangTimeout(t *testing.T) {
 		must.False(t, ok)
 	})
 }
+
+// A preemptor waiting for its victims to stop keeps its claim: its
+// tenant's next job does not find the tenant below its nominal quota and
+// reclaim again, as it would every cycle until the victims have stopped
+// (seen on the real stack: three reclaims by one tenant within 0.7 s,
+// then reclaims back).
+func TestWaitingPreemptorKeepsItsClaim(t *testing.T) {
+	// a, b and c have 4 GPUs of nominal quota each on three 4-GPU nodes;
+	// c lends its 4 to a.
+	sc := &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 4).Build(), mkTenant("b").Quota("gpu", 4).Build(), mkTenant("c").Quota("gpu", 4).Build(),
+	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4), gpuNode("n3", 4)}}
+	sc.run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1).run("a", "a3", "low", "n3", 4, 1)
+	// The last cycle requeued a1 for b/boss; Nomad is stopping it.
+	sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "b/boss", t0
+	sc.allocs[0].Live, sc.allocs[0].Stopping = false, true
+	sc.queue(gpuJob("b", "boss", "standard", 4)).queue(gpuJob("b", "next", "standard", 4))
+	p := Decide(testConfig(), sc.snap())
+	must.SliceEmpty(t, victimsOf(p), must.Sprint("b's nominal 4 GPUs are boss's: next would borrow, so it reclaims nothing from a"))
+	must.StrContains(t, findVerdict(t, p, "boss").Reason, "waiting for stopping jobs")
+	must.StrNotContains(t, findVerdict(t, p, "next").Reason, "preempting")
+}
+
+// The capacity a waiting preemptor's victims free is its own: another
+// job does not preempt on the strength of it (it would preempt for
+// nothing and wait behind the preemptor).
+func TestOthersDoNotCountAWaitingPreemptorsCapacity(t *testing.T) {
+	sc := &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 4).Build(), mkTenant("b").Quota("gpu", 4).Build(), mkTenant("c").Quota("gpu", 4).Build(),
+	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
+	sc.run("b", "b1", "low", "n1", 4, 1).run("c", "clow", "low", "n2", 2, 1).run("b", "bx", "standard", "n2", 2, 1)
+	// The last cycle requeued b1 for a/boss; Nomad is stopping it.
+	sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "a/boss", t0
+	sc.allocs[0].Live, sc.allocs[0].Stopping = false, true
+	sc.queue(gpuJob("a", "boss", "standard", 4)).queue(gpuJob("c", "hi", "high", 4))
+	p := Decide(testConfig(), sc.snap())
+	must.SliceEmpty(t, victimsOf(p), must.Sprint("n1 is boss's; clow's 2 GPUs alone cannot make room for hi"))
+	must.StrContains(t, findVerdict(t, p, "boss").Reason, "waiting for stopping jobs")
+}

@@ -119,12 +119,14 @@ func (s *sim) beginStop(a *alloc) {
 	s.push(event{t: a.until, kind: evRelease, alloc: a})
 }
 
-// release frees a stopping allocation's capacity.
+// release frees a stopping allocation's capacity; the governor sees the
+// change (its event stream) and cycles.
 func (s *sim) release(a *alloc) {
 	last := s.stopping[len(s.stopping)-1]
 	s.stopping[a.livePos], last.livePos = last, a.livePos
 	s.stopping = s.stopping[:len(s.stopping)-1]
 	s.free(a)
+	s.dirty = true
 }
 
 // free gives an allocation's capacity back to its node.
