@@ -110,11 +110,11 @@ func runAction(c *cli.Context) error {
 	if opts.CycleInterval = c.Duration("cycle"); opts.CycleInterval <= 0 {
 		return cmdutil.UsageError(c, "-cycle must be > 0")
 	}
-	if opts.StartDelay = c.Duration("start-delay"); opts.StartDelay < 0 {
-		return cmdutil.UsageError(c, "-start-delay must be ≥ 0")
+	if opts.StartDelay = c.Duration("start-delay"); opts.StartDelay < 0 || opts.StartDelay > gsim.MaxDelay {
+		return cmdutil.UsageError(c, "-start-delay must be between 0 and %v", gsim.MaxDelay)
 	}
-	if opts.StopDelay = c.Duration("stop-delay"); opts.StopDelay < 0 {
-		return cmdutil.UsageError(c, "-stop-delay must be ≥ 0")
+	if opts.StopDelay = c.Duration("stop-delay"); opts.StopDelay < 0 || opts.StopDelay > gsim.MaxDelay {
+		return cmdutil.UsageError(c, "-stop-delay must be between 0 and %v", gsim.MaxDelay)
 	}
 	if c.IsSet("starvation-timeout") {
 		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")

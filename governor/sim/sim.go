@@ -95,6 +95,10 @@ type Options struct {
 	OnCycle func(snap *engine.Snapshot, plan *engine.Plan)
 }
 
+// MaxDelay bounds Options.StartDelay and StopDelay: a day is already far
+// beyond any task's start or checkpoint.
+const MaxDelay = 24 * time.Hour
+
 // DefaultEngine returns the engine configuration the governor runs with by
 // default.
 func DefaultEngine() engine.Config { return config.Default().Engine() }
@@ -171,6 +175,11 @@ func newSim(spec *fleet.Spec, jobs []*workload.Job, policy Policy, opts Options)
 	}
 	if opts.CycleInterval <= 0 || opts.SampleInterval <= 0 || opts.PreemptRetry <= 0 {
 		return nil, fmt.Errorf("cycle, sample and preempt-retry intervals must be > 0")
+	}
+	for _, d := range []time.Duration{opts.StartDelay, opts.StopDelay} {
+		if d < 0 || d > MaxDelay {
+			return nil, fmt.Errorf("start and stop delays must be between 0 and %v, not %v", MaxDelay, d)
+		}
 	}
 	s := &sim{opts: opts, policy: policy, rng: rand.New(rand.NewSource(opts.Seed)), cycleAt: -1, est: engine.NewEstimator()}
 	s.engNodes = spec.Nodes()

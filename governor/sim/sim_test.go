@@ -196,6 +196,16 @@ func TestBadOptionsAndJobs(t *testing.T) {
 	jobs[0] = &bad
 	_, err = Run(sc.Spec, jobs, Allot, DefaultOptions())
 	must.ErrorContains(t, err, `tenant "nobody" is not in the cluster file`)
+	for _, set := range []func(*Options){
+		func(o *Options) { o.StartDelay = -time.Second },
+		func(o *Options) { o.StopDelay = MaxDelay + time.Nanosecond },
+		func(o *Options) { o.StartDelay = time.Duration(1<<63 - 1) }, // s.now + it would wrap
+	} {
+		opts := DefaultOptions()
+		set(&opts)
+		_, err = Run(sc.Spec, sc.Jobs, Allot, opts)
+		must.ErrorContains(t, err, "start and stop delays must be between 0 and 24h0m0s")
+	}
 }
 
 func TestSnapshotAtQueuesWhatNomadCouldNotPlace(t *testing.T) {
