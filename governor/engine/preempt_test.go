@@ -34,6 +34,13 @@ func (sc *scene) run(ns, id, class, node string, gpus int, lostMin int) *scene {
 	return sc
 }
 
+// stoppingFor makes the i-th running job a victim the last cycle requeued
+// for preemptor, its allocation still stopping in Nomad.
+func (sc *scene) stoppingFor(i int, preemptor string) {
+	sc.jobs[i].State, sc.jobs[i].PreemptedBy, sc.jobs[i].RequeuedAt = Queued, preemptor, t0
+	sc.allocs[i].Live, sc.allocs[i].Stopping = false, true
+}
+
 func (sc *scene) queue(j *Job) *scene { sc.jobs = append(sc.jobs, j); return sc }
 
 func (sc *scene) snap() *Snapshot { return snap(sc.tenants, sc.nodes, sc.allocs, sc.jobs...) }
@@ -317,9 +324,7 @@ func TestWaitingPreemptorKeepsItsClaim(t *testing.T) {
 		mkTenant("a").Quota("gpu", 4).Build(), mkTenant("b").Quota("gpu", 4).Build(), mkTenant("c").Quota("gpu", 4).Build(),
 	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4), gpuNode("n3", 4)}}
 	sc.run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 4, 1).run("a", "a3", "low", "n3", 4, 1)
-	// The last cycle requeued a1 for b/boss; Nomad is stopping it.
-	sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "b/boss", t0
-	sc.allocs[0].Live, sc.allocs[0].Stopping = false, true
+	sc.stoppingFor(0, "b/boss") // the last cycle requeued a1 for b/boss
 	sc.queue(gpuJob("b", "boss", "standard", 4)).queue(gpuJob("b", "next", "standard", 4))
 	p := Decide(testConfig(), sc.snap())
 	must.SliceEmpty(t, victimsOf(p), must.Sprint("b's nominal 4 GPUs are boss's: next would borrow, so it reclaims nothing from a"))
@@ -335,9 +340,7 @@ func TestOthersDoNotCountAWaitingPreemptorsCapacity(t *testing.T) {
 		mkTenant("a").Quota("gpu", 4).Build(), mkTenant("b").Quota("gpu", 4).Build(), mkTenant("c").Quota("gpu", 4).Build(),
 	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
 	sc.run("b", "b1", "low", "n1", 4, 1).run("c", "clow", "low", "n2", 2, 1).run("b", "bx", "standard", "n2", 2, 1)
-	// The last cycle requeued b1 for a/boss; Nomad is stopping it.
-	sc.jobs[0].State, sc.jobs[0].PreemptedBy, sc.jobs[0].RequeuedAt = Queued, "a/boss", t0
-	sc.allocs[0].Live, sc.allocs[0].Stopping = false, true
+	sc.stoppingFor(0, "a/boss") // the last cycle requeued b1 for a/boss
 	sc.queue(gpuJob("a", "boss", "standard", 4)).queue(gpuJob("c", "hi", "high", 4))
 	p := Decide(testConfig(), sc.snap())
 	must.SliceEmpty(t, victimsOf(p), must.Sprint("n1 is boss's; clow's 2 GPUs alone cannot make room for hi"))
