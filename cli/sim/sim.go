@@ -85,6 +85,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "policies", Value: "nomad-fifo,nomad-priority,allot", Usage: "comma list of policies"},
 			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
+			&cli.DurationFlag{Name: "requeue-rest", Usage: "override the engine's requeue rest (allot; default: the governor's, none; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
@@ -118,6 +119,11 @@ func runAction(c *cli.Context) error {
 	}
 	if c.IsSet("starvation-timeout") {
 		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")
+	}
+	if c.IsSet("requeue-rest") {
+		if opts.Engine.RequeueRest = c.Duration("requeue-rest"); opts.Engine.RequeueRest < 0 || opts.Engine.RequeueRest > gsim.MaxRequeueRest {
+			return cmdutil.UsageError(c, "-requeue-rest must be between 0 and %v", gsim.MaxRequeueRest)
+		}
 	}
 	var runs []report.Run
 	for _, p := range policies {

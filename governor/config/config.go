@@ -48,6 +48,11 @@ type Config struct {
 	// FairMinRun is how long a job must have run before a fairness
 	// preemption may requeue it (engine.Config.FairMinRun).
 	FairMinRun time.Duration
+	// RequeueRest is how long a job requeued by preemption rests once
+	// admitted again, doubling per requeue up to an hour, before any
+	// preemption but another tenant's reclaim may take it
+	// (engine.Config.RequeueRest); zero: no rest.
+	RequeueRest time.Duration
 	// GangTimeout bounds how long an admitted job may wait for all its
 	// allocations to start before it is held and requeued.
 	GangTimeout time.Duration
@@ -221,6 +226,9 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
 		}
+	}
+	if c.RequeueRest < 0 || c.RequeueRest > engine.RequeueRestMax {
+		errs = append(errs, fmt.Errorf("requeue_rest must be between 0 (no rest) and %s, got %s", engine.RequeueRestMax, c.RequeueRest))
 	}
 	if c.SystemJobs != SystemJobsRefuse && c.SystemJobs != SystemJobsGovern {
 		errs = append(errs, fmt.Errorf("system_jobs %q: must be %q or %q", c.SystemJobs, SystemJobsRefuse, SystemJobsGovern))

@@ -6,7 +6,7 @@ import "github.com/allot-sh/allot/governor/engine"
 // the simulator both use it, so a simulated run decides with the same
 // classes, timeouts and back-off as the governor.
 func (c Config) Engine() engine.Config {
-	ec := engine.Config{StarvationTimeout: c.StarvationTimeout, MoveMinRun: c.MoveMinRun, FairMinRun: c.FairMinRun,
+	ec := engine.Config{StarvationTimeout: c.StarvationTimeout, MoveMinRun: c.MoveMinRun, FairMinRun: c.FairMinRun, RequeueRest: c.RequeueRest,
 		Classes:           map[string]engine.Class{},
 		DisablePreemption: c.DisablePreemption, BackoffBase: c.BackoffBase, BackoffCap: c.BackoffCap,
 		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern, Placement: c.Placement}

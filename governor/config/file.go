@@ -18,6 +18,7 @@ type fileConfig struct {
 	StarvationTimeout *string      `hcl:"starvation_timeout"`
 	MoveMinRun        *string      `hcl:"move_min_run"`
 	FairMinRun        *string      `hcl:"fair_min_run"`
+	RequeueRest       *string      `hcl:"requeue_rest"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
 	ResyncBackoffMax  *string      `hcl:"resync_backoff_max"`
@@ -99,6 +100,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		"starvation_timeout": {&c.StarvationTimeout, f.StarvationTimeout},
 		"move_min_run":       {&c.MoveMinRun, f.MoveMinRun},
 		"fair_min_run":       {&c.FairMinRun, f.FairMinRun},
+		"requeue_rest":       {&c.RequeueRest, f.RequeueRest},
 		"gang_timeout":       {&c.GangTimeout, f.GangTimeout},
 		"cycle_interval":     {&c.CycleInterval, f.CycleInterval},
 		"resync_backoff_max": {&c.ResyncBackoffMax, f.ResyncBackoffMax},

@@ -44,3 +44,33 @@ func TestMinRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestRequeueRest: requeue_rest reaches the engine, is off (0) by
+// default, and must lie in [0, engine.RequeueRestMax].
+func TestRequeueRest(t *testing.T) {
+	cases := map[string]struct {
+		file    string
+		want    time.Duration
+		wantErr string
+	}{
+		"off by default":      {file: ``, want: 0},
+		"two minutes":         {file: `requeue_rest = "2m"`, want: 2 * time.Minute},
+		"zero turns it off":   {file: `requeue_rest = "0s"`, want: 0},
+		"the most, an hour":   {file: `requeue_rest = "1h"`, want: time.Hour},
+		"longer is refused":   {file: `requeue_rest = "61m"`, wantErr: "requeue_rest must be between 0 (no rest) and 1h0m0s, got 1h1m0s"},
+		"negative is refused": {file: `requeue_rest = "-1m"`, wantErr: "requeue_rest must be between 0 (no rest) and 1h0m0s, got -1m0s"},
+		"not a duration":      {file: `requeue_rest = "a while"`, wantErr: `requeue_rest: time: invalid duration "a while"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := Load([]string{"-config", writeFile(t, tc.file)}, noEnv, io.Discard)
+			if tc.wantErr != "" {
+				must.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			must.NoError(t, err)
+			must.Eq(t, tc.want, c.RequeueRest)
+			must.Eq(t, tc.want, c.Engine().RequeueRest, must.Sprint("the engine decides with it"))
+		})
+	}
+}

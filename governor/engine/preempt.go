@@ -245,7 +245,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 // own tenant in a lower class, and, when j's tenant stays within its
 // nominal quota, jobs of cohort tenants above their nominal quota. A job
 // never preempts the job that preempted it last, nor a job already
-// requeued this cycle.
+// requeued this cycle; only a reclaim takes a resting job (rest.go).
 func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	prio := cy.cfg.Classes[cy.className(j)].Priority
 	// What the tenant's waiting preemptors claim is taken already: a
@@ -271,7 +271,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		}
 		switch {
 		case v.acct == acct:
-			if v.prio < prio || cy.passedHead(j, v, prio) {
+			if (v.prio < prio || cy.passedHead(j, v, prio)) && !cy.resting(v) {
 				out = append(out, v)
 			}
 		case reclaim:
@@ -279,7 +279,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 				out = append(out, v)
 			}
 		case s.fair != nil:
-			if s.fair.victim(v, s.req) {
+			if s.fair.victim(v, s.req) && !cy.resting(v) {
 				out = append(out, v)
 			}
 		}

@@ -274,6 +274,11 @@ type Config struct {
 	// FairMinRun is how long a job runs before a fairness preemption
 	// (fairpreempt.go) may take it; zero means FairMinRun (2 minutes).
 	FairMinRun time.Duration
+	// RequeueRest lets a job requeued by preemption rest once it is
+	// admitted again: for RequeueRest·2^(requeues−1), at most
+	// RequeueRestMax, only a reclaim by another tenant may take it
+	// (rest.go). Zero (the default): no rest.
+	RequeueRest time.Duration
 	// GovernSystemJobs admits system and sysbatch jobs of governed
 	// namespaces like any other job, counted per eligible node; false
 	// (the default, config system_jobs = "refuse") holds them with a

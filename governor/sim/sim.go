@@ -99,6 +99,9 @@ type Options struct {
 // beyond any task's start or checkpoint.
 const MaxDelay = 24 * time.Hour
 
+// MaxRequeueRest bounds Options.Engine.RequeueRest (the engine's bound).
+const MaxRequeueRest = engine.RequeueRestMax
+
 // DefaultEngine returns the engine configuration the governor runs with by
 // default.
 func DefaultEngine() engine.Config { return config.Default().Engine() }
