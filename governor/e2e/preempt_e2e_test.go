@@ -103,7 +103,11 @@ type preemptEnv struct {
 	trainer string
 }
 
-func newPreemptEnv(t testing.TB) *preemptEnv {
+func newPreemptEnv(t testing.TB) *preemptEnv { return newPreemptEnvWith(t, "") }
+
+// newPreemptEnvWith is newPreemptEnv with extra lines of governor
+// configuration.
+func newPreemptEnvWith(t testing.TB, extra string) *preemptEnv {
 	dir, root := t.TempDir(), t.TempDir()
 	var clients []testcluster.ClientSpec
 	for _, name := range []string{"gpu-1", "gpu-2"} {
@@ -124,7 +128,7 @@ func newPreemptEnv(t testing.TB) *preemptEnv {
 	e.namespace("team-b", map[string]string{"allot.quota.gpu": "4", "allot.limit.gpu": "8"})
 	e.namespace("team-c", map[string]string{"allot.cohort": "other", "allot.quota.cpu": "1000"})
 	cfg := filepath.Join(dir, "governor.hcl")
-	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nbackoff_base = \"2s\"\nbackoff_cap = \"10s\"\ngang_timeout = \"15s\"\n"), 0o644))
+	must.NoError(t, os.WriteFile(cfg, []byte("cycle_interval = \"1s\"\nbackoff_base = \"2s\"\nbackoff_cap = \"10s\"\ngang_timeout = \"15s\"\n"+extra), 0o644))
 	e.g = c.StartGovernor("-config", cfg)
 	e.gov = &allotapi.Client{Address: e.g.Addr}
 	return &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
