@@ -93,6 +93,16 @@ func runCommand() *cli.Command {
 	}
 }
 
+// durationUpTo reads duration flag name, refusing values outside [0, most]
+// with a usage error.
+func durationUpTo(c *cli.Context, name string, most time.Duration) (time.Duration, error) {
+	d := c.Duration(name)
+	if d < 0 || d > most {
+		return 0, cmdutil.UsageError(c, "-%s must be between 0 and %v", name, most)
+	}
+	return d, nil
+}
+
 func runAction(c *cli.Context) error {
 	var policies []gsim.Policy
 	for _, p := range strings.Split(c.String("policies"), ",") {
@@ -111,18 +121,18 @@ func runAction(c *cli.Context) error {
 	if opts.CycleInterval = c.Duration("cycle"); opts.CycleInterval <= 0 {
 		return cmdutil.UsageError(c, "-cycle must be > 0")
 	}
-	if opts.StartDelay = c.Duration("start-delay"); opts.StartDelay < 0 || opts.StartDelay > gsim.MaxDelay {
-		return cmdutil.UsageError(c, "-start-delay must be between 0 and %v", gsim.MaxDelay)
+	if opts.StartDelay, err = durationUpTo(c, "start-delay", gsim.MaxDelay); err != nil {
+		return err
 	}
-	if opts.StopDelay = c.Duration("stop-delay"); opts.StopDelay < 0 || opts.StopDelay > gsim.MaxDelay {
-		return cmdutil.UsageError(c, "-stop-delay must be between 0 and %v", gsim.MaxDelay)
+	if opts.StopDelay, err = durationUpTo(c, "stop-delay", gsim.MaxDelay); err != nil {
+		return err
 	}
 	if c.IsSet("starvation-timeout") {
 		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")
 	}
 	if c.IsSet("requeue-rest") {
-		if opts.Engine.RequeueRest = c.Duration("requeue-rest"); opts.Engine.RequeueRest < 0 || opts.Engine.RequeueRest > gsim.MaxRequeueRest {
-			return cmdutil.UsageError(c, "-requeue-rest must be between 0 and %v", gsim.MaxRequeueRest)
+		if opts.Engine.RequeueRest, err = durationUpTo(c, "requeue-rest", gsim.MaxRequeueRest); err != nil {
+			return err
 		}
 	}
 	var runs []report.Run

@@ -33,13 +33,7 @@ func TestE2E_RequeueRest(t *testing.T) {
 	})
 
 	e.train("team-a", "s1", "standard", 1, 4, "-step-time", "100ms", "-steps", "30")
-	e.c.Eventually(30*time.Second, "s1 preempts", func() error {
-		if len(e.preemptionsBy("team-a")) == 0 {
-			return fmt.Errorf("no preemption yet")
-		}
-		return nil
-	})
-	p1 := e.preemptionsBy("team-a")
+	p1 := e.awaitPreemptions("team-a", 1)
 	must.SliceLen(t, 1, p1)
 	must.Eq(t, "s1", p1[0].JobID)
 	must.SliceLen(t, 1, p1[0].Victims)
@@ -49,14 +43,8 @@ func TestE2E_RequeueRest(t *testing.T) {
 	back := e.runningAllocs("team-a", "often", 1, 90*time.Second, skip) // s1 ended, often is back
 
 	e.train("team-a", "s2", "standard", 1, 4, "-step-time", "100ms")
-	e.c.Eventually(30*time.Second, "s2 preempts", func() error {
-		if len(e.preemptionsBy("team-a")) < 2 {
-			return fmt.Errorf("no second preemption yet")
-		}
-		return nil
-	})
 	var p2 []string
-	for _, d := range e.preemptionsBy("team-a") {
+	for _, d := range e.awaitPreemptions("team-a", 2) {
 		if d.JobID == "s2" {
 			for _, v := range d.Victims {
 				p2 = append(p2, v.JobID)

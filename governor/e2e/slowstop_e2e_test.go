@@ -41,13 +41,7 @@ func TestE2E_SlowStopReclaimsOnce(t *testing.T) {
 	}
 
 	e.train("team-b", "b1", "standard", 1, 4, "-step-time", "200ms")
-	e.c.Eventually(30*time.Second, "b1 reclaims", func() error {
-		if n := len(e.preemptionsBy("team-b")); n == 0 {
-			return fmt.Errorf("no preemption by team-b yet")
-		}
-		return nil
-	})
-	first := e.preemptionsBy("team-b")
+	first := e.awaitPreemptions("team-b", 1)
 	must.SliceLen(t, 1, first)
 	must.Eq(t, "b1", first[0].JobID)
 	must.Eq(t, "reclaim", first[0].Cause)
@@ -73,6 +67,20 @@ func (e *preemptEnv) preemptionsBy(ns string) []allotapi.Decision {
 			out = append(out, d)
 		}
 	}
+	return out
+}
+
+// awaitPreemptions waits (30 s at most) until preemptors in namespace
+// ns have made n preemptions, and returns them all.
+func (e *preemptEnv) awaitPreemptions(ns string, n int) []allotapi.Decision {
+	e.t.Helper()
+	var out []allotapi.Decision
+	e.c.Eventually(30*time.Second, fmt.Sprintf("%d preemptions by %s", n, ns), func() error {
+		if out = e.preemptionsBy(ns); len(out) < n {
+			return fmt.Errorf("%d so far", len(out))
+		}
+		return nil
+	})
 	return out
 }
 

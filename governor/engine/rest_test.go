@@ -40,10 +40,16 @@ func restScene(startedAgo time.Duration) *scene {
 		mkTenant("b").Quota("gpu", 4).Limit("gpu", 8).Build(),
 	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
 	sc.run("a", "again", "low", "n1", 4, 0).run("a", "long", "low", "n2", 4, 20)
-	since := t0.Add(10*time.Second - startedAgo)
-	sc.jobs[0].Requeues, sc.jobs[0].AdmittedAt = 2, since
-	sc.allocs[0].StartedAt, sc.allocs[0].LastCheckpoint = since, time.Time{}
+	sc.readmitted(0, 2, startedAgo)
 	return sc
+}
+
+// readmitted makes the i-th running job one requeued requeues times and
+// admitted again ago before the snapshot, with no checkpoint since.
+func (sc *scene) readmitted(i, requeues int, ago time.Duration) {
+	since := t0.Add(10*time.Second - ago)
+	sc.jobs[i].Requeues, sc.jobs[i].AdmittedAt = requeues, since
+	sc.allocs[i].StartedAt, sc.allocs[i].LastCheckpoint = since, time.Time{}
 }
 
 // A job requeued before rests once admitted again (RequeueRest doubled
@@ -88,8 +94,7 @@ func TestOnlyRestingVictimsWait(t *testing.T) {
 	cfg := testConfig()
 	cfg.RequeueRest = 2 * time.Minute
 	sc := restScene(3 * time.Minute)
-	sc.jobs[1].Requeues, sc.jobs[1].AdmittedAt = 1, t0
-	sc.allocs[1].StartedAt = t0
+	sc.readmitted(1, 1, 10*time.Second)
 	sc.queue(gpuJob("a", "std", "standard", 4))
 	p := Decide(cfg, sc.snap())
 	must.SliceEmpty(t, victimsOf(p))
@@ -104,9 +109,7 @@ func TestFairShareSkipsRestingJob(t *testing.T) {
 	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4), gpuNode("n3", 4), gpuNode("n4", 4), gpuNode("n5", 4)}}
 	sc.run("a", "a1", "low", "n1", 4, 0).run("a", "a2", "low", "n2", 4, 20).run("a", "a3", "low", "n3", 4, 20).run("a", "a4", "low", "n4", 4, 20)
 	sc.run("b", "b1", "low", "n5", 4, 20)
-	since := t0.Add(10*time.Second - 3*time.Minute)
-	sc.jobs[0].Requeues, sc.jobs[0].AdmittedAt = 2, since
-	sc.allocs[0].StartedAt, sc.allocs[0].LastCheckpoint = since, time.Time{}
+	sc.readmitted(0, 2, 3*time.Minute)
 	sc.queue(gpuJob("b", "more", "low", 4))
 	cfg := testConfig()
 	must.Eq(t, []string{"a1<-b/more"}, victimsOf(Decide(cfg, sc.snap())), must.Sprint("no rest: a1 lost least"))

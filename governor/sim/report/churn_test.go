@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim"
-	"github.com/allot-sh/allot/governor/sim/fleet"
-	"github.com/allot-sh/allot/governor/sim/workload"
 )
 
 // TestChurn measures how allot's preemptions spread over jobs
@@ -31,37 +28,25 @@ import (
 // (standard scenario, load:seed pairs; default 1.2:2; CHURN_STOP sets
 // sim.Options.StopDelay).
 func TestChurn(t *testing.T) {
-	spec, err := fleet.Load("../scenarios/standard.hcl")
-	must.NoError(t, err)
-	rows := os.Getenv("SIMGRID_ROWS")
-	if rows == "" {
-		rows = "1.2:2"
-	}
 	var stop time.Duration
 	if s := os.Getenv("CHURN_STOP"); s != "" {
+		var err error
 		stop, err = time.ParseDuration(s)
 		must.NoError(t, err)
 	}
-	for _, row := range strings.Split(rows, ",") {
-		ls, ss, _ := strings.Cut(row, ":")
-		load, err := strconv.ParseFloat(ls, 64)
-		must.NoError(t, err)
-		seed, err := strconv.ParseInt(ss, 10, 64)
-		must.NoError(t, err)
-		sc, err := sim.GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: sim.Week, Load: load})
-		must.NoError(t, err)
+	for _, row := range standardRows(t, "1.2:2") {
 		var runs [2]churn
 		for i, rest := range []time.Duration{0, 2 * time.Minute} {
 			opts := sim.DefaultOptions()
-			opts.Seed, opts.StopDelay, opts.Engine.RequeueRest = seed, stop, rest
+			opts.Seed, opts.StopDelay, opts.Engine.RequeueRest = row.seed, stop, rest
 			c := churn{causes: map[string]int{}, perJob: map[string]int{}}
 			opts.OnCycle = c.cycle
-			r, err := sim.Run(sc.Spec, sc.Jobs, sim.Allot, opts)
+			r, err := sim.Run(row.sc.Spec, row.sc.Jobs, sim.Allot, opts)
 			must.NoError(t, err)
 			sum := sim.Summarize(r)
 			must.Eq(t, sum.Preemptions, c.total, must.Sprint("every requeue is a preemption of a plan"))
 			fmt.Printf("\nstandard load %.1f seed %d, stop %s, requeue rest %s: %s, share error %.3f, GPU-h lost %.0f\n",
-				load, seed, stop, rest, c.String(), sum.ShareError, sum.LostGPUHours)
+				row.load, row.seed, stop, rest, c.String(), sum.ShareError, sum.LostGPUHours)
 			runs[i] = c
 		}
 		must.Less(t, runs[0].total, runs[1].total, must.Sprint("the rest lowers the preemptions"))

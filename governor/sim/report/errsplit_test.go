@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim"
-	"github.com/allot-sh/allot/governor/sim/fleet"
-	"github.com/allot-sh/allot/governor/sim/workload"
 )
 
 // idleMark is the number of free GPUs from which an instant counts as
@@ -43,29 +40,16 @@ const idleMark = 12
 //
 // (standard scenario, load:seed pairs; default 1.2:3,1.5:1).
 func TestShareErrorSplit(t *testing.T) {
-	spec, err := fleet.Load("../scenarios/standard.hcl")
-	must.NoError(t, err)
-	rows := os.Getenv("SIMGRID_ROWS")
-	if rows == "" {
-		rows = "1.2:3,1.5:1"
-	}
-	for _, row := range strings.Split(rows, ",") {
-		ls, ss, _ := strings.Cut(row, ":")
-		load, err := strconv.ParseFloat(ls, 64)
-		must.NoError(t, err)
-		seed, err := strconv.ParseInt(ss, 10, 64)
-		must.NoError(t, err)
-		sc, err := sim.GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: sim.Week, Load: load})
-		must.NoError(t, err)
+	for _, row := range standardRows(t, "1.2:3,1.5:1") {
 		opts := sim.DefaultOptions()
-		opts.Seed = seed
-		m := &errMeter{gpus: spec.GPUs(), under: map[string]float64{}, over: map[string]float64{}}
+		opts.Seed = row.seed
+		m := &errMeter{gpus: row.sc.Spec.GPUs(), under: map[string]float64{}, over: map[string]float64{}}
 		opts.OnCycle = m.cycle
-		r, err := sim.Run(sc.Spec, sc.Jobs, sim.Allot, opts)
+		r, err := sim.Run(row.sc.Spec, row.sc.Jobs, sim.Allot, opts)
 		must.NoError(t, err)
 		sum := sim.Summarize(r)
 		must.Positive(t, m.entSum)
-		fmt.Printf("\nstandard load %.1f seed %d: share error %.3f, useful %.1f %%\n", load, seed, sum.ShareError, 100*sum.UsefulRate)
+		fmt.Printf("\nstandard load %.1f seed %d: share error %.3f, useful %.1f %%\n", row.load, row.seed, sum.ShareError, 100*sum.UsefulRate)
 		m.print()
 	}
 }
