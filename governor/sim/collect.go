@@ -39,6 +39,8 @@ type collector struct {
 	// pins and unpins count the admissions placed on a pin and the
 	// pins removed again (engine.Unpin).
 	pins, unpins int
+	// losses records the work each preemption threw away.
+	losses []Loss
 }
 
 func newCollector(spec *fleet.Spec, jobs []*workload.Job, _ Options) *collector {
@@ -66,6 +68,13 @@ func (m *collector) allocatedAt(now time.Duration, tenant string, delta int) {
 }
 
 func (m *collector) preemption(*jobRun) { m.preempts++ }
+
+// lost records work thrown away at now.
+func (m *collector) lost(now time.Duration, gpuSec float64) {
+	if gpuSec > 0 {
+		m.losses = append(m.losses, Loss{T: now, GPUSeconds: gpuSec})
+	}
+}
 
 func (m *collector) sample(s *sim) {
 	smp := Sample{T: s.now, Allocated: m.alloc, Tenant: append([]int(nil), m.perTenant...),

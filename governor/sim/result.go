@@ -58,12 +58,22 @@ type Result struct {
 	// pin, Unpins the pins removed again because Nomad could not place a
 	// pinned job there (allot only).
 	Pins, Unpins int
+	// Losses lists the work preemptions threw away, when it happened.
+	Losses []Loss
+}
+
+// Loss is the work one preemption threw away: at T, GPUSeconds of GPU
+// time since the victim's last checkpoint (the GPU time is allocated,
+// and counted as useful, while that work is done).
+type Loss struct {
+	T          time.Duration
+	GPUSeconds float64
 }
 
 func (s *sim) result() *Result {
 	r := &Result{Policy: s.policy, Nodes: len(s.nodes), GPUs: s.m.gpus, Tenants: s.m.tenants, Samples: s.m.samples,
 		End: s.now, GPUSeconds: s.m.gpuSec, MaxAllocated: s.m.maxAlloc, Preemptions: s.m.preempts, Cycles: s.m.cycles,
-		ProxyAdmits: s.m.proxyAdmits, Pins: s.m.pins, Unpins: s.m.unpins}
+		ProxyAdmits: s.m.proxyAdmits, Pins: s.m.pins, Unpins: s.m.unpins, Losses: s.m.losses}
 	for _, t := range r.Tenants {
 		r.Entitled = append(r.Entitled, int(s.tenants[t].Quota["gpu"]))
 		r.Limit = append(r.Limit, int(s.tenants[t].Limit["gpu"]))

@@ -454,6 +454,7 @@ func (s *sim) interrupt(j *jobRun) {
 	lost := j.progress - kept
 	j.progress = kept
 	j.lostGPUSec += lost.Seconds() * float64(j.w.GPUs())
+	s.m.lost(s.now, lost.Seconds()*float64(j.w.GPUs()))
 	j.preempted++
 	j.finishSeq++
 }

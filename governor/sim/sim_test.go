@@ -228,7 +228,8 @@ func TestSnapshotAtQueuesWhatNomadCouldNotPlace(t *testing.T) {
 // keeps all its work (the ckpt driver's checkpoint before the stop);
 // without it, the small scenario's preemptions lose work since the last
 // periodic checkpoint. The same preemptions happen either way until the
-// first restart, so both runs preempt.
+// first restart, so both runs preempt. Result.Losses records, with its
+// time, every loss the jobs count.
 func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 	sc := smallScenario(t, 3)
 	lost := func(onStop bool) (float64, int) {
@@ -236,12 +237,17 @@ func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 		opts.CheckpointOnStop = onStop
 		r, err := Run(sc.Spec, sc.Jobs, Allot, opts)
 		must.NoError(t, err)
-		var sec float64
+		var sec, recorded float64
 		pre := 0
 		for _, j := range r.Jobs {
 			sec += j.LostGPUSeconds
 			pre += j.Preemptions
 		}
+		for _, l := range r.Losses {
+			must.Positive(t, l.GPUSeconds)
+			recorded += l.GPUSeconds
+		}
+		must.Between(t, sec-1e-6, recorded, sec+1e-6, must.Sprint("every loss is recorded with its time"))
 		return sec, pre
 	}
 	periodic, prePeriodic := lost(false)

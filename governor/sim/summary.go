@@ -63,6 +63,10 @@ type Summary struct {
 	// AllocRate and UsefulRate are mean fractions of the GPUs allocated,
 	// and allocated to jobs whose allocations all run, over Span.
 	AllocRate, UsefulRate float64
+	// NetUsefulRate is UsefulRate less the GPU time of work preemptions
+	// threw away within Span: GPUs that ran work done twice count once.
+	// Useful allocation alone credits a policy for the work it discards.
+	NetUsefulRate float64
 	// Delivered is the work of finished jobs (GPUs × duration) over the
 	// GPU-time of the whole run: allocation minus idle gang members,
 	// preempted work and the drain at the end.
@@ -146,12 +150,28 @@ func Summarize(r *Result) Summary {
 		sum.WaitByClass[c] = NewStats(ds)
 	}
 	rates(r, sum.Span, &sum)
+	sum.NetUsefulRate = sum.UsefulRate - discarded(r, sum.Span)
 	if r.End > 0 {
 		sum.Delivered /= float64(r.GPUs) * r.End.Seconds()
 	}
 	sum.Jain = jain(sum.Shares)
 	sum.IdleWhileWaiting, sum.IdleWaitingTotal = idleHours(r, sum.Span)
 	return sum
+}
+
+// discarded is the GPU time of work thrown away by preemptions within
+// span, as a fraction of the GPUs' time over span.
+func discarded(r *Result, span time.Duration) float64 {
+	if r.GPUs == 0 || span <= 0 {
+		return 0
+	}
+	var sec float64
+	for _, l := range r.Losses {
+		if l.T <= span {
+			sec += l.GPUSeconds
+		}
+	}
+	return sec / (float64(r.GPUs) * span.Seconds())
 }
 
 // idleHours integrates the samples' idle split over span, in GPU-hours.

@@ -45,3 +45,28 @@ func TestShareErrorParts(t *testing.T) {
 		})
 	}
 }
+
+// TestNetUseful: the GPU time of work preemptions threw away within the
+// span comes off the useful allocation; losses after the span do not.
+func TestNetUseful(t *testing.T) {
+	cases := map[string]struct {
+		losses []Loss
+		net    float64
+	}{
+		"nothing lost":                        {net: 0.8},
+		"a tenth of the span's GPU time lost": {losses: []Loss{{T: 10 * time.Minute, GPUSeconds: 100 * 360}}, net: 0.7},
+		"two losses add":                      {losses: []Loss{{T: time.Minute, GPUSeconds: 100 * 180}, {T: time.Hour, GPUSeconds: 100 * 180}}, net: 0.7},
+		"a loss after the span":               {losses: []Loss{{T: 2 * time.Hour, GPUSeconds: 100 * 360}}, net: 0.8},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &Result{GPUs: 100, Tenants: []string{"a"}, Entitled: []int{100}, Losses: tc.losses,
+				Samples: []Sample{{T: 0, Useful: 80, Allocated: 80, Tenant: []int{80}, Demand: []int{100}},
+					{T: time.Hour, Useful: 80, Allocated: 80, Tenant: []int{80}, Demand: []int{100}}},
+				Jobs: []JobResult{{Tenant: "a", Submit: time.Hour, Start: -1, End: -1}}}
+			s := Summarize(r)
+			must.Between(t, 0.8-1e-9, s.UsefulRate, 0.8+1e-9)
+			must.Between(t, tc.net-1e-9, s.NetUsefulRate, tc.net+1e-9)
+		})
+	}
+}

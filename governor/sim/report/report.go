@@ -45,12 +45,12 @@ func hours(d time.Duration) string { return fmt.Sprintf("%.2f", d.Hours()) }
 
 // Tables writes the comparison tables of runs.
 func Tables(w io.Writer, runs []Run) {
-	fmt.Fprintln(w, "| policy | finished | GPU allocation | useful allocation | work delivered | wait mean (h) | wait p95 (h) | p95 wait, tenants within nominal (h) | share error | Jain | preemptions | GPU-h lost | longest wait (h) | JCT p50 (h) | JCT p95 (h) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| policy | finished | GPU allocation | useful allocation | useful, net of work lost | work delivered | wait mean (h) | wait p95 (h) | p95 wait, tenants within nominal (h) | share error | Jain | preemptions | GPU-h lost | longest wait (h) | JCT p50 (h) | JCT p95 (h) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(w, "| %s | %d/%d | %.1f %% | %.1f %% | %.1f %% | %s | %s | %s | %.3f | %.3f | %d | %.0f | %s | %s | %s |\n",
-			s.Policy, s.Finished, s.Jobs, 100*s.AllocRate, 100*s.UsefulRate, 100*s.Delivered, hours(s.Wait.Mean), hours(s.Wait.P95),
+		fmt.Fprintf(w, "| %s | %d/%d | %.1f %% | %.1f %% | %.1f %% | %.1f %% | %s | %s | %s | %.3f | %.3f | %d | %.0f | %s | %s | %s |\n",
+			s.Policy, s.Finished, s.Jobs, 100*s.AllocRate, 100*s.UsefulRate, 100*s.NetUsefulRate, 100*s.Delivered, hours(s.Wait.Mean), hours(s.Wait.P95),
 			hours(s.WaitWithinNominal.P95), s.ShareError, s.Jain, s.Preemptions, s.LostGPUHours, hours(s.LongestWait),
 			hours(s.Completion.P50), hours(s.Completion.P95))
 	}

@@ -45,16 +45,16 @@ func Sweep(cfg Config, spec *fleet.Spec, say func(string, ...any)) ([]SweepPoint
 
 // SweepTable writes the load sweep's headline metrics.
 func SweepTable(w io.Writer, pts []SweepPoint) {
-	fmt.Fprintln(w, "| offered load | policy | useful allocation | work delivered | wait mean (h) | p95 wait within nominal (h) | share error | Jain | GPU-h lost | idle while waiting |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| offered load | policy | useful allocation | useful, net of work lost | work delivered | wait mean (h) | p95 wait within nominal (h) | share error | Jain | GPU-h lost | idle while waiting |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, pt := range pts {
 		for _, s := range pt.Summaries {
 			idle := 0.0
 			if gpuH := float64(pt.GPUs) * s.Span.Hours(); gpuH > 0 {
 				idle = 100 * s.IdleWaitingTotal / gpuH
 			}
-			fmt.Fprintf(w, "| %.1f | %s | %.1f %% | %.1f %% | %s | %s | %.3f | %.3f | %.0f | %.1f %% |\n", pt.Load, s.Policy,
-				100*s.UsefulRate, 100*s.Delivered, hours(s.Wait.Mean), hours(s.WaitWithinNominal.P95), s.ShareError, s.Jain, s.LostGPUHours, idle)
+			fmt.Fprintf(w, "| %.1f | %s | %.1f %% | %.1f %% | %.1f %% | %s | %s | %.3f | %.3f | %.0f | %.1f %% |\n", pt.Load, s.Policy,
+				100*s.UsefulRate, 100*s.NetUsefulRate, 100*s.Delivered, hours(s.Wait.Mean), hours(s.WaitWithinNominal.P95), s.ShareError, s.Jain, s.LostGPUHours, idle)
 		}
 	}
 	fmt.Fprintln(w)
