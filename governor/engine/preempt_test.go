@@ -139,6 +139,17 @@ func TestPreemptionRules(t *testing.T) {
 			victims: []string{"lo<-a/urgent"},
 			reason:  "(priority)",
 		},
+		"within a tenant a lower class that would lose more than 30m keeps its GPUs": {
+			sc: twoTenants().run("a", "lo", "low", "n1", 4, 45).run("a", "std", "standard", "n2", 4, 1).
+				queue(gpuJob("a", "next", "standard", 4)),
+			reason: "limit:",
+		},
+		"within a tenant an outranked job that loses little goes, not the lowest class that would lose much": {
+			sc: twoTenants().run("a", "long", "best-effort", "n1", 4, 59).run("a", "fresh", "low", "n2", 4, 20).
+				queue(gpuJob("a", "urgent", "high", 4)),
+			victims: []string{"fresh<-a/urgent"},
+			reason:  "preempting a/fresh (priority)",
+		},
 		"within a tenant an equal class does not preempt": {
 			sc: twoTenants().run("a", "s1", "standard", "n1", 4, 3).run("a", "s2", "standard", "n2", 4, 1).
 				queue(gpuJob("a", "next", "standard", 4)),
