@@ -20,6 +20,19 @@ func writeFile(t *testing.T, body string) string {
 
 func noEnv(string) string { return "" }
 
+// loadFile loads a config file with body. With wantErr set it asserts
+// that Load fails with it and returns nil; otherwise that Load succeeds.
+func loadFile(t *testing.T, body, wantErr string) *Config {
+	t.Helper()
+	c, err := Load([]string{"-config", writeFile(t, body)}, noEnv, io.Discard)
+	if wantErr != "" {
+		must.ErrorContains(t, err, wantErr)
+		return nil
+	}
+	must.NoError(t, err)
+	return &c
+}
+
 func TestDefaults(t *testing.T) {
 	c, err := Load(nil, noEnv, io.Discard)
 	must.NoError(t, err)

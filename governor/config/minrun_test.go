@@ -1,7 +1,6 @@
 package config
 
 import (
-	"io"
 	"testing"
 	"time"
 
@@ -32,12 +31,10 @@ func TestMinRuns(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Load([]string{"-config", writeFile(t, tc.file)}, noEnv, io.Discard)
-			if tc.wantErr != "" {
-				must.ErrorContains(t, err, tc.wantErr)
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
 				return
 			}
-			must.NoError(t, err)
 			must.Eq(t, tc.want, minRuns{c.MoveMinRun, c.FairMinRun})
 			ec := c.Engine()
 			must.Eq(t, tc.want, minRuns{ec.MoveMinRun, ec.FairMinRun}, must.Sprint("the engine decides with them"))
@@ -63,12 +60,10 @@ func TestRequeueRest(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Load([]string{"-config", writeFile(t, tc.file)}, noEnv, io.Discard)
-			if tc.wantErr != "" {
-				must.ErrorContains(t, err, tc.wantErr)
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
 				return
 			}
-			must.NoError(t, err)
 			must.Eq(t, tc.want, c.RequeueRest)
 			must.Eq(t, tc.want, c.Engine().RequeueRest, must.Sprint("the engine decides with it"))
 		})

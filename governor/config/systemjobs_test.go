@@ -1,7 +1,6 @@
 package config
 
 import (
-	"io"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -20,12 +19,10 @@ func TestSystemJobs(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c, err := Load([]string{"-config", writeFile(t, tc.file)}, noEnv, io.Discard)
-			if tc.wantErr != "" {
-				must.ErrorContains(t, err, tc.wantErr)
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
 				return
 			}
-			must.NoError(t, err)
 			must.Eq(t, tc.want, c.SystemJobs)
 		})
 	}
