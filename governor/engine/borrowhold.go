@@ -258,3 +258,29 @@ func (cy *cycle) borrowEnds(acct *account, r string, short int64) (time.Time, bo
 	}
 	return time.Time{}, false
 }
+
+// BorrowHeldBy tells why plan p's borrow holds leave job j, which a Base
+// admitted with checks, to the next cycle: j would borrow from a cohort
+// whose lending another job holds, and it may run past the time that
+// job may borrow (checkBorrowHold, the same rule in a cycle). A Base
+// knows no queue, hence no hold; within one node pool the head waits and
+// holds j back (WaitersAhead), but without this a submission in another
+// node pool of the cohort would borrow past the hold. "" when none does.
+func (p *Plan) BorrowHeldBy(cfg Config, j *Job, checks []Check, now time.Time) string {
+	if len(p.BorrowHolds) == 0 || !borrows(checks) {
+		return ""
+	}
+	cohort := ""
+	for _, c := range checks {
+		if c.Name == "quota" {
+			cohort = c.Cohort
+		}
+	}
+	for _, h := range p.BorrowHolds {
+		if h.Cohort != cohort || h.Job == j.Key() || (&Reservation{Start: h.Start}).EndsWithin(cfg.RuntimeOf(j), now) {
+			continue
+		}
+		return fmt.Sprintf("order: would borrow from cohort %s, whose lending is held for %s (below its nominal quota, waiting longer than the starvation timeout); the next cycle decides", h.Cohort, h.Job)
+	}
+	return ""
+}

@@ -147,3 +147,56 @@ func TestQuotaAndLimitNeverOnlyOutOfReach(t *testing.T) {
 		})
 	}
 }
+
+// A submission the Base admits in another node pool of a cohort whose
+// lending a starved head holds waits for the next cycle when it borrows
+// and would run past the time the head may borrow (Plan.BorrowHeldBy);
+// the Base alone, knowing no queue, admits it. A job within its nominal
+// quota and one that ends before the hold's start are not held back.
+func TestBorrowHeldByAcrossNodePools(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	sc := borrowScene(60)
+	sc.nodes = append(sc.nodes, mkNode("o1").Pool("other").Devices(h200, 8, "memory", "143771 MiB").Build())
+	cfg := testConfig()
+	plan := Decide(cfg, sc.snap())
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, plan.BorrowHolds)
+	base := Prepare(cfg, sc.snap())
+	cases := map[string]struct {
+		ns      string
+		runtime time.Duration
+		want    string
+	}{
+		"borrows past the hold": {ns: "b", runtime: 3 * time.Hour, want: "order: would borrow from cohort default, whose lending is held for a/big"},
+		"unknown run time":      {ns: "b", want: "whose lending is held for a/big"},
+		"ends before it starts": {ns: "b", runtime: 30 * time.Minute},
+		"within nominal quota":  {ns: "c", runtime: 3 * time.Hour},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := mkJob(tc.ns, "new").Class("standard").Pool("other").Device("nvidia/gpu", 2).Build()
+			j.QueuedAt, j.MaxRuntime = now, tc.runtime
+			v := base.Decide(j, false)
+			must.Eq(t, Admitted, v.State, must.Sprintf("the Base admits it: %s", v.Reason))
+			why := plan.BorrowHeldBy(cfg, j, v.Checks, now)
+			if tc.want == "" {
+				must.Eq(t, "", why)
+				return
+			}
+			must.StrContains(t, why, tc.want)
+		})
+	}
+}
+
+// The hold's head itself and a job borrowing from another cohort are not
+// held back by a borrow hold.
+func TestBorrowHeldByOnlyOthersInItsCohort(t *testing.T) {
+	plan := &Plan{BorrowHolds: []BorrowHold{{Job: "a/big", Cohort: "default"}}}
+	borrowing := func(cohort string) []Check {
+		return []Check{{Name: "quota", OK: true, Tenant: "a", Cohort: cohort,
+			Amounts: []Amount{{Resource: "gpu", Need: 8, Used: 2, Cap: 8, Borrowable: 4}}}}
+	}
+	other := &Job{Namespace: "b", ID: "x"}
+	must.StrContains(t, plan.BorrowHeldBy(Config{}, other, borrowing("default"), t0), "held for a/big")
+	must.Eq(t, "", plan.BorrowHeldBy(Config{}, &Job{Namespace: "a", ID: "big"}, borrowing("default"), t0))
+	must.Eq(t, "", plan.BorrowHeldBy(Config{}, other, borrowing("gpus2"), t0))
+}

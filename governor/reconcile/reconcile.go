@@ -387,13 +387,14 @@ func (r *Reconciler) evaluate(j *engine.Job, commit bool) Verdict {
 
 // verdictOf turns the base's verdict into the proxy's, with what the
 // latest plan and the proxy's holds since hold back (heldBack).
-// heldBack tells why j, which the base admitted, is left to the next
-// cycle: the latest plan's starving head or jobs waiting for capacity
-// (engine Plan.HeldBackBy), or jobs the proxy held since that plan for
-// capacity (heldSinceAhead). For an update of an admitted job only its
-// pool's starving head: it takes no new place in the queue, and a
+// heldBack tells why j, which the base admitted with checks, is left to
+// the next cycle: the latest plan's starving head or jobs waiting for
+// capacity (engine Plan.HeldBackBy), its cohort's borrow hold when j
+// borrows (Plan.BorrowHeldBy), or jobs the proxy held since that plan
+// for capacity (heldSinceAhead). For an update of an admitted job only
+// its pool's starving head: it takes no new place in the queue, and a
 // refused update would be the user's to retry. "" when nothing does.
-func (r *Reconciler) heldBack(j *engine.Job, update bool) string {
+func (r *Reconciler) heldBack(j *engine.Job, checks []engine.Check, update bool) string {
 	latest, now := r.planned(), r.Now()
 	switch {
 	case update && latest != nil:
@@ -404,6 +405,9 @@ func (r *Reconciler) heldBack(j *engine.Job, update bool) string {
 		if why := latest.HeldBackBy(r.Config, j, now); why != "" {
 			return why
 		}
+		if why := latest.BorrowHeldBy(r.Config, j, checks, now); why != "" {
+			return why
+		}
 	}
 	return r.heldSinceAhead(j)
 }
@@ -411,7 +415,7 @@ func (r *Reconciler) heldBack(j *engine.Job, update bool) string {
 func (r *Reconciler) verdictOf(pv engine.Verdict, j *engine.Job, update bool) Verdict {
 	v := Verdict{Reason: pv.Reason, Class: pv.Class, Admitted: pv.State == engine.Admitted, Checks: pv.Checks}
 	if v.Admitted {
-		if why := r.heldBack(j, update); why != "" {
+		if why := r.heldBack(j, pv.Checks, update); why != "" {
 			v.Admitted, v.Reason = false, why
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
 
 	"github.com/allot-sh/allot/governor/cluster"
@@ -126,4 +127,26 @@ func TestReserveLeavesItToTheCycleWhileJobsHeldSinceWait(t *testing.T) {
 	must.False(t, z().Admitted)
 	r.setLatest(&engine.Plan{}, &engine.Snapshot{Jobs: []*engine.Job{cluster.ConvertJob(gpuJob("x", 2, false))}})
 	must.True(t, z().Admitted, must.Sprintf("a plan decided about x: %s", z().Reason))
+}
+
+// A submission that would borrow from a cohort whose lending a starved
+// head holds waits for the next cycle (engine Plan.BorrowHeldBy), also
+// when no job of its node pool waits (the head may be in another pool);
+// one within its nominal quota does not, and once the hold is gone the
+// borrower is admitted at once.
+func TestReserveLeavesABorrowerToTheCycleWhileItsCohortIsHeld(t *testing.T) {
+	r, _ := newReconciler(t)
+	r.Store.SetNamespaces([]*api.Namespace{{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "2"}},
+		{Name: "cv", Meta: map[string]string{"allot.quota.gpu": "2"}}})
+	r.Cycle(context.Background())
+	r.setLatest(&engine.Plan{BorrowHolds: []engine.BorrowHold{{Job: "cv/head", Cohort: "default"}}}, &engine.Snapshot{})
+	eval := func(id string, gpus uint64) Verdict { return r.Evaluate(cluster.ConvertJob(gpuJob(id, gpus, false))) }
+	v := eval("borrower", 3)
+	must.False(t, v.Admitted)
+	must.StrContains(t, v.Reason, "would borrow from cohort default, whose lending is held for cv/head")
+	v = eval("own", 2)
+	must.True(t, v.Admitted, must.Sprintf("within its nominal quota: %s", v.Reason))
+	r.setLatest(&engine.Plan{}, &engine.Snapshot{}) // the head was admitted
+	v = eval("borrower", 3)
+	must.True(t, v.Admitted, must.Sprintf("no hold: %s", v.Reason))
 }

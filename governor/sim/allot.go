@@ -63,7 +63,8 @@ func (s *sim) cycle() {
 // (reconcile.Reserve): the job is decided on its own at once against what
 // runs and is admitted (engine.Base), unless the latest cycle's plan
 // leaves it to the next cycle (Plan.HeldBackBy: a starving head, or
-// jobs of its pool waiting for capacity), or jobs it held since that
+// jobs of its pool waiting for capacity; Plan.BorrowHeldBy: it would
+// borrow from a cohort whose lending is held), or jobs it held since that
 // plan wait for capacity in its pool (the reconciler's heldSinceAhead);
 // admitted, it goes to Nomad without waiting for a cycle, else it stays
 // held for the next one.
@@ -76,6 +77,9 @@ func (s *sim) proxyAdmit(j *jobRun) {
 		return
 	}
 	v := engine.Prepare(s.opts.Engine, s.snapshot()).Decide(ej, false)
+	if v.State == engine.Admitted && s.latest != nil && s.latest.BorrowHeldBy(s.opts.Engine, ej, v.Checks, epoch.Add(s.now)) != "" {
+		return // its cohort's lending is held: the next cycle decides
+	}
 	if v.State != engine.Admitted {
 		if engine.WaitsForCapacity(v.Checks) {
 			if s.heldSince == nil {
