@@ -284,7 +284,26 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 			}
 		}
 	}
+	if reclaim {
+		freshFirst(out)
+	}
 	return out
+}
+
+// freshFirst orders reclaim candidates: the victims that lose at most
+// FairLostWork (a fresh checkpoint) first, of any class, then the rest,
+// each group in pool order (lowest class, then least work lost). Reclaim
+// is the one preemption that takes victims losing more, for the nominal
+// quota's promise, and it still does when the fresh ones do not make
+// room. By class alone it took, over and over, a borrower's long
+// low-class job that never checkpoints while jobs of a higher class had
+// just saved theirs: measured on the simulator's grid (docs/simulator.md,
+// round 14), the nine standard contention rows lose 45 % less work, with
+// as many preemptions.
+func freshFirst(vs []*victim) {
+	sort.SliceStable(vs, func(a, b int) bool {
+		return vs[a].lost <= FairLostWork && vs[b].lost > FairLostWork
+	})
 }
 
 // outranked reports whether a job of priority prio may take victim v of

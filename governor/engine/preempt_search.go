@@ -153,16 +153,21 @@ func choose(s *trial, cands []*victim) []*victim {
 	return greedy(s, cands)
 }
 
-// setCost ranks victim sets of equal size: the highest class stopped,
-// then the total work lost.
+// setCost ranks victim sets of equal size: the fewest victims that lose
+// more than FairLostWork (only a reclaim takes such victims: freshFirst),
+// then the highest class stopped, then the total work lost.
 type setCost struct {
-	prio int
-	lost time.Duration
+	stale int
+	prio  int
+	lost  time.Duration
 }
 
 func costOf(set []*victim) setCost {
 	var c setCost
 	for _, v := range set {
+		if v.lost > FairLostWork {
+			c.stale++
+		}
 		if v.prio > c.prio {
 			c.prio = v.prio
 		}
@@ -172,7 +177,10 @@ func costOf(set []*victim) setCost {
 }
 
 func (c setCost) less(o setCost) bool {
-	if c.prio != o.prio {
+	switch {
+	case c.stale != o.stale:
+		return c.stale < o.stale
+	case c.prio != o.prio:
 		return c.prio < o.prio
 	}
 	return c.lost < o.lost

@@ -77,6 +77,22 @@ func gpuJob(ns, id, class string, gpus int) *Job {
 	return mkJob(ns, id).Class(class).Pool("gpu").Device("nvidia/gpu", gpus).Build()
 }
 
+// With more candidates than the exhaustive search takes (exactSearchMax),
+// reclaim still takes a victim with a fresh checkpoint before the lower
+// class's jobs that would lose more than 30 minutes (freshFirst orders
+// the candidates the greedy search walks).
+func TestReclaimTakesFreshCheckpointsFirstAmongMany(t *testing.T) {
+	sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 4).Limit("gpu", 16).Build(), mkTenant("b").Quota("gpu", 8).Build()},
+		nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4), gpuNode("n3", 4)}}
+	for i := 0; i < 11; i++ {
+		sc.run("a", fmt.Sprintf("lo%02d", i), "low", fmt.Sprintf("n%d", 1+i/4), 1, 50)
+	}
+	sc.run("a", "fresh", "standard", "n3", 1, 5).queue(gpuJob("b", "boss", "standard", 1))
+	p := Decide(testConfig(), sc.snap())
+	must.Eq(t, []string{"fresh<-b/boss"}, victimsOf(p))
+	must.StrContains(t, p.Verdicts["b/boss"].Reason, "(reclaim)")
+}
+
 func TestPreemptionRules(t *testing.T) {
 	cases := map[string]struct {
 		sc      *scene
@@ -102,9 +118,20 @@ func TestPreemptionRules(t *testing.T) {
 				queue(gpuJob("b", "boss", "standard", 4)),
 			victims: []string{"big<-b/boss"},
 		},
-		"lowest class goes first whatever its lost work": {
+		"among victims that lose at most 30m the lowest class goes first": {
+			sc: twoTenants().run("a", "std", "standard", "n1", 4, 0).run("a", "be", "best-effort", "n2", 4, 25).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			victims: []string{"be<-b/boss"},
+		},
+		"reclaim takes a fresh checkpoint of any class before a lower class that would lose more than 30m": {
 			sc: twoTenants().run("a", "std", "standard", "n1", 4, 0).run("a", "be", "best-effort", "n2", 4, 55).
 				queue(gpuJob("b", "boss", "standard", 4)),
+			victims: []string{"std<-b/boss"},
+			reason:  "preempting a/std (reclaim)",
+		},
+		"reclaim takes a victim that loses more when the fresh ones do not make room": {
+			sc: twoTenants().run("a", "std", "standard", "n1", 2, 5).run("a", "lo", "low", "n1", 2, 50).
+				run("a", "be", "best-effort", "n2", 4, 55).queue(gpuJob("b", "boss", "standard", 4)),
 			victims: []string{"be<-b/boss"},
 		},
 		"a tenant that would borrow does not reclaim": {
