@@ -86,6 +86,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
 			&cli.DurationFlag{Name: "requeue-rest", Usage: "override the engine's requeue rest (allot; default: the governor's, none; see docs/governor.md)"},
+			&cli.StringFlag{Name: "reclaim", Usage: "override which borrowers a reclaim may take: any or checkpointed (allot; default: the governor's, any; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
@@ -133,6 +134,14 @@ func runAction(c *cli.Context) error {
 	if c.IsSet("requeue-rest") {
 		if opts.Engine.RequeueRest, err = durationUpTo(c, "requeue-rest", gsim.MaxRequeueRest); err != nil {
 			return err
+		}
+	}
+	if c.IsSet("reclaim") {
+		switch mode := c.String("reclaim"); mode {
+		case gsim.ReclaimAny, gsim.ReclaimCheckpointed:
+			opts.Engine.Reclaim = mode
+		default:
+			return cmdutil.UsageError(c, "-reclaim %q: must be %q or %q", mode, gsim.ReclaimAny, gsim.ReclaimCheckpointed)
 		}
 	}
 	var runs []report.Run

@@ -82,6 +82,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		"endless stop delay":    {[]string{"run", "-cluster", small, "-stop-delay", "2562047h"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
 		"negative requeue rest": {[]string{"run", "-cluster", small, "-requeue-rest", "-1m"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
 		"too long requeue rest": {[]string{"run", "-cluster", small, "-requeue-rest", "2h"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
+		"unknown reclaim mode":  {[]string{"run", "-cluster", small, "-reclaim", "never"}, 2, `-reclaim "never": must be "any" or "checkpointed"`},
 		"extra argument":        {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
 		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
 			2, `"many" is not a node count`},
@@ -118,4 +119,12 @@ func TestReportWritesTheSection(t *testing.T) {
 	}
 	_, err = os.Stat(filepath.Join(dir, "img", "sim-wait-cdf.png"))
 	must.NoError(t, err)
+}
+
+// -reclaim checkpointed runs the governor in that mode; every job still
+// finishes.
+func TestReclaimCheckpointedRuns(t *testing.T) {
+	code, out, errOut := run("run", "-cluster", small, "-jobs", "80", "-span", "12h", "-policies", "allot", "-reclaim", "checkpointed")
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, out, "| allot | 80/80 |")
 }

@@ -73,6 +73,11 @@ type Config struct {
 	// onto (docs/governor.md, "Placement"); PlacementNomad leaves
 	// placement to Nomad's scheduler.
 	Placement string
+	// Reclaim is which borrowers a reclaim may take: ReclaimAny (default)
+	// any, those with fresh checkpoints first; ReclaimCheckpointed only
+	// those that lose at most 30 minutes of work (engine.Config.Reclaim;
+	// docs/governor.md, "Reclaim").
+	Reclaim string
 	// CycleInterval is the period of the reconcile cycle when no event
 	// triggers one earlier.
 	CycleInterval time.Duration
@@ -123,6 +128,12 @@ const (
 	SystemJobsGovern = "govern"
 )
 
+// Values of Config.Reclaim (engine.ReclaimAny, engine.ReclaimCheckpointed).
+const (
+	ReclaimAny          = engine.ReclaimAny
+	ReclaimCheckpointed = engine.ReclaimCheckpointed
+)
+
 // Values of Config.Placement (engine.PlacementPack, engine.PlacementNomad).
 const (
 	PlacementPack  = "pack"
@@ -161,6 +172,7 @@ func Default() Config {
 		BackoffCap:        10 * time.Minute,
 		SystemJobs:        SystemJobsRefuse,
 		Placement:         PlacementPack,
+		Reclaim:           ReclaimAny,
 		CycleInterval:     5 * time.Second,
 		ResyncBackoffMax:  30 * time.Second,
 		HTTP:              defaultHTTP(),
@@ -236,6 +248,10 @@ func (c *Config) Validate() error {
 	if c.Placement != PlacementPack && c.Placement != PlacementNomad {
 		errs = append(errs, fmt.Errorf("placement %q: must be %q (pin admissions to the nodes the governor packed them onto) or %q (leave placement to Nomad)",
 			c.Placement, PlacementPack, PlacementNomad))
+	}
+	if c.Reclaim != ReclaimAny && c.Reclaim != ReclaimCheckpointed {
+		errs = append(errs, fmt.Errorf("reclaim %q: must be %q (a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first) or %q (only from borrowers that lose at most 30 minutes of work)",
+			c.Reclaim, ReclaimAny, ReclaimCheckpointed))
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

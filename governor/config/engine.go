@@ -9,7 +9,8 @@ func (c Config) Engine() engine.Config {
 	ec := engine.Config{StarvationTimeout: c.StarvationTimeout, MoveMinRun: c.MoveMinRun, FairMinRun: c.FairMinRun, RequeueRest: c.RequeueRest,
 		Classes:           map[string]engine.Class{},
 		DisablePreemption: c.DisablePreemption, BackoffBase: c.BackoffBase, BackoffCap: c.BackoffCap,
-		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern, Placement: c.Placement}
+		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern, Placement: c.Placement,
+		Reclaim: c.Reclaim}
 	for name, cl := range c.Classes {
 		ec.Classes[name] = engine.Class{Priority: cl.Priority, Preemptible: cl.Preemptible, Restricted: cl.Restricted}
 	}

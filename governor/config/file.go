@@ -27,6 +27,7 @@ type fileConfig struct {
 	DisablePreemption *bool        `hcl:"disable_preemption"`
 	SystemJobs        *string      `hcl:"system_jobs"`
 	Placement         *string      `hcl:"placement"`
+	Reclaim           *string      `hcl:"reclaim"`
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
@@ -83,6 +84,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	setStr(&c.DataDir, f.DataDir)
 	setStr(&c.SystemJobs, f.SystemJobs)
 	setStr(&c.Placement, f.Placement)
+	setStr(&c.Reclaim, f.Reclaim)
 	setStr(&c.SubmitterTokens, f.SubmitterTokens)
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 // TestMinRuns: move_min_run and fair_min_run reach the engine (10m and
@@ -66,6 +68,33 @@ func TestRequeueRest(t *testing.T) {
 			}
 			must.Eq(t, tc.want, c.RequeueRest)
 			must.Eq(t, tc.want, c.Engine().RequeueRest, must.Sprint("the engine decides with it"))
+		})
+	}
+}
+
+// TestReclaim: reclaim reaches the engine, takes any borrower by default,
+// and is one of the two modes; anything else is refused with both named.
+func TestReclaim(t *testing.T) {
+	cases := map[string]struct {
+		file    string
+		want    string
+		wantErr string
+	}{
+		"any by default":     {file: ``, want: engine.ReclaimAny},
+		"any":                {file: `reclaim = "any"`, want: engine.ReclaimAny},
+		"checkpointed":       {file: `reclaim = "checkpointed"`, want: engine.ReclaimCheckpointed},
+		"another value":      {file: `reclaim = "never"`, wantErr: `reclaim "never": must be "any" (`},
+		"letter case counts": {file: `reclaim = "Checkpointed"`, wantErr: `or "checkpointed" (only from borrowers`},
+		"not a string":       {file: `reclaim = true`, wantErr: `reclaim "true"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
+				return
+			}
+			must.Eq(t, tc.want, c.Reclaim)
+			must.Eq(t, tc.want, c.Engine().Reclaim, must.Sprint("the engine decides with it"))
 		})
 	}
 }

@@ -134,6 +134,19 @@ func TestPreemptionRules(t *testing.T) {
 				run("a", "be", "best-effort", "n2", 4, 55).queue(gpuJob("b", "boss", "standard", 4)),
 			victims: []string{"be<-b/boss"},
 		},
+		"with reclaim checkpointed a borrower that would lose more than 30m keeps its GPUs": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			reason: "fit:",
+		},
+		"with reclaim checkpointed a fresh checkpoint is still taken": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "standard", "n2", 4, 10).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			cfg:     func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			victims: []string{"a2<-b/boss"},
+			reason:  "preempting a/a2 (reclaim)",
+		},
 		"a tenant that would borrow does not reclaim": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 2, 1).run("b", "b0", "low", "n2", 2, 1).
 				queue(gpuJob("b", "boss", "standard", 4)),

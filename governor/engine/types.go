@@ -294,12 +294,24 @@ type Config struct {
 	// packed it onto (Decision.Nodes); PlacementNomad leaves placement
 	// to Nomad's scheduler.
 	Placement string
+	// Reclaim is which borrowers a reclaim may take: ReclaimAny (the
+	// default, "") takes any, those with fresh checkpoints first, so a
+	// tenant gets its nominal quota at once; ReclaimCheckpointed takes
+	// only borrowers that lose at most FairLostWork, and a tenant within
+	// its nominal otherwise waits for a borrower to checkpoint or end.
+	Reclaim string
 }
 
 // Placement modes (Config.Placement; governor config placement).
 const (
 	PlacementPack  = "pack"
 	PlacementNomad = "nomad"
+)
+
+// Reclaim modes (Config.Reclaim; governor config reclaim).
+const (
+	ReclaimAny          = "any"
+	ReclaimCheckpointed = "checkpointed"
 )
 
 // Snapshot is the engine's whole input besides Config.

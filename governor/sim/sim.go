@@ -102,6 +102,12 @@ const MaxDelay = 24 * time.Hour
 // MaxRequeueRest bounds Options.Engine.RequeueRest (the engine's bound).
 const MaxRequeueRest = engine.RequeueRestMax
 
+// Values of Options.Engine.Reclaim (the engine's reclaim modes).
+const (
+	ReclaimAny          = engine.ReclaimAny
+	ReclaimCheckpointed = engine.ReclaimCheckpointed
+)
+
 // DefaultEngine returns the engine configuration the governor runs with by
 // default.
 func DefaultEngine() engine.Config { return config.Default().Engine() }
