@@ -29,13 +29,16 @@ type preemptState struct {
 	// failed remembers preemptor shapes that found no victims while the
 	// cohort's usage did not change.
 	failed map[string]uint64
+	// waits holds, for those shapes, why a reclaim waits for borrowers
+	// (Config.Reclaim checkpointed; "" when it does not).
+	waits map[string]string
 	// lostTo holds, per tenant, the tenants whose preemptions requeued
 	// its jobs within reclaimWindow (fairpreempt.go; built on first use).
 	lostTo map[string]map[string]bool
 }
 
 func newPreemptState() preemptState {
-	return preemptState{requeued: map[string]bool{}, failed: map[string]uint64{}}
+	return preemptState{requeued: map[string]bool{}, failed: map[string]uint64{}, waits: map[string]string{}}
 }
 
 // reclaimWindow is how long after a preemption its preemptor goes first
@@ -211,7 +214,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		memoKey += "\x00head"
 	}
 	if ver, ok := cy.pre.failed[memoKey]; ok && ver == acct.cohort.version {
-		return "", false
+		return cy.pre.waits[memoKey], false
 	}
 	cy.buildPool()
 	s := cy.newTrial(j, acct)
@@ -235,8 +238,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		s.move = set != nil
 	}
 	if set == nil {
-		cy.pre.failed[memoKey] = acct.cohort.version
-		return "", false
+		why := reclaimWait(failed, s.unsaved)
+		cy.pre.failed[memoKey], cy.pre.waits[memoKey] = acct.cohort.version, why
+		return why, false
 	}
 	return cy.commitPreemption(j, acct, s, set), true
 }
@@ -275,8 +279,12 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 				out = append(out, v)
 			}
 		case reclaim:
-			if v.acct.aboveNominal(s.req) && cy.reclaimable(v) {
+			switch {
+			case !v.acct.aboveNominal(s.req):
+			case cy.reclaimable(v):
 				out = append(out, v)
+			default:
+				s.unsaved++
 			}
 		case s.fair != nil:
 			if s.fair.victim(v, s.req) && !cy.resting(v) {
@@ -298,6 +306,18 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 // far less work, and tenants within their nominal waited little longer.
 func (cy *cycle) reclaimable(v *victim) bool {
 	return cy.cfg.Reclaim != ReclaimCheckpointed || v.lost <= FairLostWork
+}
+
+// reclaimWait is the reason of a job whose reclaim found no victims
+// while unsaved borrowers' jobs, which Config.Reclaim checkpointed spares,
+// would lose more than FairLostWork: its failing check, and that it waits
+// for them to checkpoint or end. "" when none was spared.
+func reclaimWait(failed *Check, unsaved int) string {
+	if unsaved == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s; reclaim = %q: waits for borrowers to checkpoint or end (%d of their jobs would lose more than %s of work)",
+		failed.Name, failed.Text(), ReclaimCheckpointed, unsaved, FairLostWork)
 }
 
 // freshFirst orders reclaim candidates: the victims that lose at most

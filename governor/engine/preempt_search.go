@@ -29,6 +29,9 @@ type trial struct {
 	// the nodes the head's last fitsMoved placed it on.
 	move    bool
 	movedTo []string
+	// unsaved counts the borrowers' jobs a reclaim spared because they
+	// would lose more than FairLostWork (Config.Reclaim checkpointed).
+	unsaved int
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {

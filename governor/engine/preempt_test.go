@@ -138,7 +138,7 @@ func TestPreemptionRules(t *testing.T) {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
 				queue(gpuJob("b", "boss", "standard", 4)),
 			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
-			reason: "fit:",
+			reason: `free capacity of node pool gpu (2 nodes); reclaim = "checkpointed": waits for borrowers to checkpoint or end (2 of their jobs would lose more than 30m0s of work)`,
 		},
 		"with reclaim checkpointed a fresh checkpoint is still taken": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "standard", "n2", 4, 10).

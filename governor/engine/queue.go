@@ -109,7 +109,7 @@ func (cy *cycle) admitOne(j *Job, acct *account, v *Verdict) bool {
 		cy.plan.Decisions[len(cy.plan.Decisions)-1].Nodes = cy.pinOf(j, cy.placementOf(j), cy.last.takes)
 		return true
 	}
-	if why, ok := cy.tryPreempt(j, acct, v.Checks); ok {
+	if why, ok := cy.tryPreempt(j, acct, v.Checks); ok || why != "" {
 		v.Reason = why
 	}
 	return false
