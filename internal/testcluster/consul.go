@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,35 +59,62 @@ ports {
 `
 
 // StartConsul starts a dev agent and waits until it has elected itself
-// leader (a minute at most); it fails the test when it cannot.
+// leader (a minute at most); it fails the test when it cannot. A port
+// another process took between FreePorts and the agent's bind (parallel
+// test binaries) is retried with new ports, as nomadagent.Start does.
 func StartConsul(t testing.TB) *Consul {
 	t.Helper()
 	bin, err := ConsulBinary()
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
+	for attempt := 1; ; attempt++ {
+		c, err := startConsul(t, bin)
+		if err == nil {
+			return c
+		}
+		if !errors.Is(err, nomadagent.ErrPortInUse) || attempt == consulAttempts {
+			t.Fatalf("testcluster: consul dev agent: %v", err)
+		}
+		t.Logf("testcluster: consul dev agent, attempt %d: %v; retrying with new ports", attempt, err)
+	}
+}
+
+// consulAttempts bounds how often StartConsul picks new ports.
+const consulAttempts = 5
+
+// startConsul starts one agent on fresh ports and waits for its leader;
+// nomadagent.ErrPortInUse when the agent exited because a port was taken.
+func startConsul(t testing.TB, bin string) (*Consul, error) {
 	ports, err := nomadagent.FreePorts(5)
 	if err != nil {
-		t.Fatalf("testcluster: %v", err)
+		return nil, err
 	}
 	dir := t.TempDir()
 	c := &Consul{LogPath: filepath.Join(dir, "consul.log"), t: t, dir: dir, httpPort: ports[0]}
 	cfg := filepath.Join(dir, "agent.hcl")
 	body := fmt.Sprintf(consulConfig, ports[0], ports[1], ports[2], ports[3], ports[4])
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
-		t.Fatalf("testcluster: writing consul config: %v", err)
+		return nil, fmt.Errorf("writing consul config: %w", err)
 	}
 	c.p, err = proc.Start(bin, []string{"agent", "-dev", "-config-file", cfg}, nil, c.LogPath)
 	if err != nil {
-		t.Fatalf("testcluster: %v", err)
+		return nil, err
 	}
-	t.Cleanup(c.cleanup)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := c.waitLeader(ctx); err != nil {
-		t.Fatalf("testcluster: consul dev agent: %v; log:\n%s", err, tail(readFile(c.LogPath), 60))
+		log := readFile(c.LogPath)
+		if stopErr := c.p.Stop(10 * time.Second); stopErr != nil {
+			t.Logf("testcluster: %v", stopErr)
+		}
+		if strings.Contains(log, "address already in use") {
+			return nil, fmt.Errorf("%w (%v)", nomadagent.ErrPortInUse, err)
+		}
+		return nil, fmt.Errorf("%v; log:\n%s", err, tail(log, 60))
 	}
-	return c
+	t.Cleanup(c.cleanup)
+	return c, nil
 }
 
 // Addr is the agent's HTTP address as host:port (consul/api's Address).
