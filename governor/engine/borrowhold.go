@@ -172,14 +172,20 @@ func (a *account) lendable(r string) int64 {
 // another job holds the cohort's lending; nil when it may go on.
 func (cy *cycle) checkBorrowHold(j *Job, acct *account, quotaCheck Check) *Check {
 	h := cy.borrowHolds[acct.cohort]
-	if h == nil || h.head == j || !borrows([]Check{quotaCheck}) {
-		return nil
-	}
-	if rt := cy.cfg.RuntimeOf(j); (&Reservation{Start: h.start}).EndsWithin(rt, cy.s.Now) {
+	if h == nil || !borrows([]Check{quotaCheck}) || !holdsBack(cy.cfg, h.head.Key(), h.start, j, cy.s.Now) {
 		return nil
 	}
 	return &Check{Name: "order", Detail: fmt.Sprintf("would borrow from cohort %s, whose lending is held for %s (tenant %s, below its nominal quota at weighted share %.2f, has waited %s, longer than the starvation timeout %s): borrowing resumes once it is admitted",
 		acct.cohort.name, h.head.Key(), h.acct.t.Namespace, h.acct.share, cy.s.Now.Sub(h.since).Round(time.Second), cy.cfg.StarvationTimeout)}
+}
+
+// holdsBack reports whether the borrow hold of head, which may borrow
+// from start (zero: unknown), holds back job j, which would borrow: unless
+// j is the head or ends before start, by the run time a cycle assumes.
+// The cycle (checkBorrowHold) and the proxy's quick verdict
+// (Plan.BorrowHeldBy) apply this one rule.
+func holdsBack(cfg Config, head string, start time.Time, j *Job, now time.Time) bool {
+	return head != j.Key() && !(&Reservation{Start: start}).EndsWithin(cfg.RuntimeOf(j), now)
 }
 
 // borrowStart is when enough of what the other cohort members borrow
@@ -262,7 +268,7 @@ func (cy *cycle) borrowEnds(acct *account, r string, short int64) (time.Time, bo
 // BorrowHeldBy tells why plan p's borrow holds leave job j, which a Base
 // admitted with checks, to the next cycle: j would borrow from a cohort
 // whose lending another job holds, and it may run past the time that
-// job may borrow (checkBorrowHold, the same rule in a cycle). A Base
+// job may borrow (holdsBack, the rule a cycle applies). A Base
 // knows no queue, hence no hold; within one node pool the head waits and
 // holds j back (WaitersAhead), but without this a submission in another
 // node pool of the cohort would borrow past the hold. "" when none does.
@@ -277,7 +283,7 @@ func (p *Plan) BorrowHeldBy(cfg Config, j *Job, checks []Check, now time.Time) s
 		}
 	}
 	for _, h := range p.BorrowHolds {
-		if h.Cohort != cohort || h.Job == j.Key() || (&Reservation{Start: h.Start}).EndsWithin(cfg.RuntimeOf(j), now) {
+		if h.Cohort != cohort || !holdsBack(cfg, h.Job, h.Start, j, now) {
 			continue
 		}
 		return fmt.Sprintf("order: would borrow from cohort %s, whose lending is held for %s (below its nominal quota, waiting longer than the starvation timeout); the next cycle decides", h.Cohort, h.Job)

@@ -28,17 +28,22 @@ type preemptState struct {
 	owed map[string]bool
 	// failed remembers preemptor shapes that found no victims while the
 	// cohort's usage did not change.
-	failed map[string]uint64
-	// waits holds, for those shapes, why a reclaim waits for borrowers
-	// (Config.Reclaim checkpointed; "" when it does not).
-	waits map[string]string
+	failed map[string]noVictims
 	// lostTo holds, per tenant, the tenants whose preemptions requeued
 	// its jobs within reclaimWindow (fairpreempt.go; built on first use).
 	lostTo map[string]map[string]bool
 }
 
 func newPreemptState() preemptState {
-	return preemptState{requeued: map[string]bool{}, failed: map[string]uint64{}, waits: map[string]string{}}
+	return preemptState{requeued: map[string]bool{}, failed: map[string]noVictims{}}
+}
+
+// noVictims is a preemptor shape's failed search: the cohort's usage
+// version it held for, and why a reclaim waits for borrowers
+// (reclaimWait; "" when it does not).
+type noVictims struct {
+	version uint64
+	why     string
 }
 
 // reclaimWindow is how long after a preemption its preemptor goes first
@@ -213,8 +218,8 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	if cy.starvedHeads[j] {
 		memoKey += "\x00head"
 	}
-	if ver, ok := cy.pre.failed[memoKey]; ok && ver == acct.cohort.version {
-		return cy.pre.waits[memoKey], false
+	if f, ok := cy.pre.failed[memoKey]; ok && f.version == acct.cohort.version {
+		return f.why, false
 	}
 	cy.buildPool()
 	s := cy.newTrial(j, acct)
@@ -238,9 +243,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		s.move = set != nil
 	}
 	if set == nil {
-		why := reclaimWait(failed, s.unsaved)
-		cy.pre.failed[memoKey], cy.pre.waits[memoKey] = acct.cohort.version, why
-		return why, false
+		f := noVictims{version: acct.cohort.version, why: reclaimWait(failed, s.unsaved)}
+		cy.pre.failed[memoKey] = f
+		return f.why, false
 	}
 	return cy.commitPreemption(j, acct, s, set), true
 }
