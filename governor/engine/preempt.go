@@ -67,12 +67,26 @@ func (cy *cycle) owedPreemptors(jobs []*Job) map[string]bool {
 
 // victim is a running job preemption may requeue, with what it holds.
 type victim struct {
-	j      *Job
-	key    string
-	acct   *account
-	class  string
-	prio   int
-	lost   time.Duration
+	j     *Job
+	key   string
+	acct  *account
+	class string
+	prio  int
+	// lost sums, over the victim's allocations, the time since each
+	// one's last checkpoint (Decision.LostWork, the API's and the
+	// metric's figure). The checkpoint rules (FairLostWork) judge it, so
+	// a gang of n allocations counts n times its work: judged by its
+	// work alone, gangs became victims of fair share and moves, and
+	// load 0.9 threw away more work (docs/simulator.md, round 15).
+	lost time.Duration
+	// work is the job's work lost, the most of any of its allocations
+	// (a gang's allocations work together): what its reason says.
+	work time.Duration
+	// cost is the device time thrown away: each allocation's lost work
+	// times its device instances (at least one). Victims are ranked by
+	// it, so a 64-GPU job 100 hours into its run is the costliest of
+	// victims, not one among many that lose more than 30 minutes.
+	cost   time.Duration
 	newest time.Time
 	use    quota.Vector
 	allocs []*Alloc
@@ -148,7 +162,12 @@ func (cy *cycle) newVictim(j *Job) *victim {
 	}
 	for _, a := range v.allocs {
 		v.use.Add(allocVector(a))
-		v.lost += lostWork(a, cy.s.Now)
+		lw := lostWork(a, cy.s.Now)
+		v.lost += lw
+		if lw > v.work {
+			v.work = lw
+		}
+		v.cost += lw * time.Duration(instances(a))
 		if a.StartedAt.After(v.newest) {
 			v.newest = a.StartedAt
 		}
@@ -188,15 +207,42 @@ func lostWork(a *Alloc, now time.Time) time.Duration {
 	return now.Sub(from)
 }
 
-// victimLess orders victims cheapest first: lowest class, then least work
-// lost, then the tenant with the largest weighted share (it gives back
-// first), then newest, then by key.
+// instances is how many device instances allocation a holds, at least
+// one (a job without devices still loses its work).
+func instances(a *Alloc) int {
+	n := 0
+	for _, c := range a.Devices {
+		n += c
+	}
+	if n == 0 {
+		return 1
+	}
+	return n
+}
+
+// deviceTime is what a victim's reason adds to its work lost when the
+// job holds several device instances: the device time thrown away
+// (" (6380 device-hours)"); "" otherwise.
+func deviceTime(v *victim) string {
+	switch h := v.cost.Hours(); {
+	case v.cost <= v.work:
+		return ""
+	case h < 10:
+		return fmt.Sprintf(" (%.1f device-hours)", h)
+	default:
+		return fmt.Sprintf(" (%.0f device-hours)", h)
+	}
+}
+
+// victimLess orders victims cheapest first: lowest class, then least
+// device time lost, then the tenant with the largest weighted share (it
+// gives back first), then newest, then by key.
 func victimLess(a, b *victim) bool {
 	switch {
 	case a.prio != b.prio:
 		return a.prio < b.prio
-	case a.lost != b.lost:
-		return a.lost < b.lost
+	case a.cost != b.cost:
+		return a.cost < b.cost
 	case a.acct.share != b.acct.share:
 		return a.acct.share > b.acct.share
 	case !a.newest.Equal(b.newest):
@@ -453,7 +499,8 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		p.Reason += "; " + passedReason
 	}
 	for _, v := range set {
-		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint", j.Key(), cause, p.Reason, v.lost.Round(time.Second))
+		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint%s",
+			j.Key(), cause, p.Reason, v.work.Round(time.Second), deviceTime(v))
 		if v.j.Dispatched {
 			// Nomad cannot hold a dispatched child: it is stopped, not
 			// requeued, so borrowed capacity stays reclaimable (#23).

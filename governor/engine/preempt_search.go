@@ -158,7 +158,7 @@ func choose(s *trial, cands []*victim) []*victim {
 
 // setCost ranks victim sets of equal size: the fewest victims that lose
 // more than FairLostWork (only a reclaim takes such victims: freshFirst),
-// then the highest class stopped, then the total work lost.
+// then the highest class stopped, then the total device time lost.
 type setCost struct {
 	stale int
 	prio  int
@@ -174,7 +174,7 @@ func costOf(set []*victim) setCost {
 		if v.prio > c.prio {
 			c.prio = v.prio
 		}
-		c.lost += v.lost
+		c.lost += v.cost
 	}
 	return c
 }

@@ -34,6 +34,20 @@ func (sc *scene) run(ns, id, class, node string, gpus int, lostMin int) *scene {
 	return sc
 }
 
+// runGang adds a running job of n allocations of gpus GPUs each on
+// node, every one lostMin minutes past its last checkpoint.
+func (sc *scene) runGang(ns, id, class, node string, n, gpus, lostMin int) *scene {
+	now := t0.Add(10 * time.Second)
+	sc.jobs = append(sc.jobs, mkJob(ns, id).State(Admitted).Class(class).Pool("gpu").Count(n).Device("nvidia/gpu", gpus).Build())
+	for i := 0; i < n; i++ {
+		a := alloc(ns, id, "g", node, 100, 128, map[string]int{h200: gpus})
+		a.ID += fmt.Sprint("-", i)
+		a.Started, a.StartedAt, a.LastCheckpoint = true, now.Add(-time.Hour), now.Add(-time.Duration(lostMin)*time.Minute)
+		sc.allocs = append(sc.allocs, a)
+	}
+	return sc
+}
+
 // stoppingFor makes the i-th running job a victim the last cycle requeued
 // for preemptor, its allocation still stopping in Nomad.
 func (sc *scene) stoppingFor(i int, preemptor string) {
@@ -93,6 +107,21 @@ func TestReclaimTakesFreshCheckpointsFirstAmongMany(t *testing.T) {
 	must.StrContains(t, p.Verdicts["b/boss"].Reason, "(reclaim)")
 }
 
+// Beyond the exhaustive search too, a reclaim ranks victims by the device
+// time they throw away: a 4-GPU job 40 minutes past its checkpoint goes
+// after a 1-GPU job 45 minutes past its own.
+func TestReclaimRanksByDeviceTimeAmongMany(t *testing.T) {
+	sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 4).Limit("gpu", 16).Build(), mkTenant("b").Quota("gpu", 8).Build()},
+		nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4), gpuNode("n3", 4)}}
+	sc.run("a", "wide", "low", "n1", 4, 40)
+	for i := 0; i < 8; i++ {
+		sc.run("a", fmt.Sprintf("s%d", i), "low", fmt.Sprintf("n%d", 2+i/4), 1, 45)
+	}
+	sc.queue(gpuJob("b", "boss", "standard", 1))
+	p := Decide(testConfig(), sc.snap())
+	must.Eq(t, []string{"s0<-b/boss"}, victimsOf(p), must.Sprint("not wide: 160 GPU-minutes against 45"))
+}
+
 func TestPreemptionRules(t *testing.T) {
 	cases := map[string]struct {
 		sc      *scene
@@ -117,6 +146,11 @@ func TestPreemptionRules(t *testing.T) {
 			sc: twoTenants().run("a", "big", "low", "n1", 4, 20).run("a", "s1", "low", "n2", 2, 1).run("a", "s2", "low", "n2", 2, 2).
 				queue(gpuJob("b", "boss", "standard", 4)),
 			victims: []string{"big<-b/boss"},
+		},
+		"reclaim takes the victim that throws away less device time": {
+			sc: twoTenants().run("a", "wide", "low", "n1", 4, 40).runGang("a", "narrow", "low", "n2", 4, 1, 15).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			victims: []string{"narrow<-b/boss"},
 		},
 		"among victims that lose at most 30m the lowest class goes first": {
 			sc: twoTenants().run("a", "std", "standard", "n1", 4, 0).run("a", "be", "best-effort", "n2", 4, 25).
@@ -284,6 +318,20 @@ func TestPreemptionRecordsLostWorkAndReason(t *testing.T) {
 	must.Eq(t, t0, d.QueuedAt, must.Sprint("a victim keeps its original queued-at"))
 	must.StrContains(t, d.Reason, "preempted by b/boss (reclaim)")
 	must.Eq(t, 3*time.Minute, lostWork(na, t0.Add(10*time.Second)), must.Sprint("no checkpoint: all work since start is lost"))
+}
+
+// A victim's reason says the work its job loses and, for a job of several
+// GPUs, the device time thrown away; Decision.LostWork keeps the API's
+// figure, summed over the allocations.
+func TestVictimReasonSaysWorkAndDeviceTime(t *testing.T) {
+	sc := twoTenants().runGang("a", "gang", "low", "n1", 2, 2, 45).run("a", "a2", "low", "n2", 4, 50).
+		queue(gpuJob("b", "boss", "standard", 4))
+	p := Decide(testConfig(), sc.snap())
+	must.Eq(t, []string{"gang<-b/boss"}, victimsOf(p), must.Sprint("3 device-hours lost before a2's 3.3"))
+	d, ok := p.Decision("a", "gang")
+	must.True(t, ok)
+	must.StrContains(t, d.Reason, "; loses 45m0s of work since its last checkpoint (3.0 device-hours)")
+	must.Eq(t, 90*time.Minute, d.LostWork)
 }
 
 func TestBackoff(t *testing.T) {
