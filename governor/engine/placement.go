@@ -116,6 +116,15 @@ func groupIndex(j *Job, name string) int {
 	return -1
 }
 
+// deviceCount is how many device instances allocation a holds.
+func deviceCount(a *Alloc) int {
+	n := 0
+	for _, c := range a.Devices {
+		n += c
+	}
+	return n
+}
+
 // sameShape tells whether allocation a holds what one allocation of g
 // asks for: the same memory, CPU (unless the group reserves cores) and
 // device instances.
@@ -123,10 +132,7 @@ func sameShape(a *Alloc, g *Group) bool {
 	if a.MemoryMB != g.MemoryMB || (!g.Cores && a.CPU != g.CPU) {
 		return false
 	}
-	total, want := 0, 0
-	for _, n := range a.Devices {
-		total += n
-	}
+	total, want := deviceCount(a), 0
 	for _, d := range g.Devices {
 		want += d.Count
 		have := 0

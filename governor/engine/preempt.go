@@ -210,14 +210,10 @@ func lostWork(a *Alloc, now time.Time) time.Duration {
 // instances is how many device instances allocation a holds, at least
 // one (a job without devices still loses its work).
 func instances(a *Alloc) int {
-	n := 0
-	for _, c := range a.Devices {
-		n += c
+	if n := deviceCount(a); n > 0 {
+		return n
 	}
-	if n == 0 {
-		return 1
-	}
-	return n
+	return 1
 }
 
 // deviceTime is what a victim's reason adds to its work lost when the

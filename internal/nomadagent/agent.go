@@ -19,6 +19,14 @@ import (
 // ErrPortInUse means the agent exited because one of its ports was taken.
 var ErrPortInUse = errors.New("agent port already in use")
 
+// StartAttempts is how often an agent is started on new ports when one
+// was taken between FreePorts and its bind.
+const StartAttempts = 5
+
+// PortInUse reports whether an agent's log says it exited because one
+// of its ports was taken (Nomad's and Consul's wording alike).
+func PortInUse(log string) bool { return strings.Contains(log, "address already in use") }
+
 // ErrExited means the agent process exited while it was expected to run.
 var ErrExited = errors.New("agent exited")
 
@@ -97,7 +105,7 @@ func (a *Agent) Running() bool {
 func (a *Agent) Start(ctx context.Context, repick bool) error {
 	for attempt := 1; ; attempt++ {
 		err := a.startOnce(ctx)
-		if err == nil || !errors.Is(err, ErrPortInUse) || !repick || attempt >= 5 {
+		if err == nil || !errors.Is(err, ErrPortInUse) || !repick || attempt >= StartAttempts {
 			return err
 		}
 		ports, perr := NewPorts()
@@ -173,7 +181,7 @@ func (a *Agent) waitHTTP(ctx context.Context, done chan struct{}, logOffset int6
 
 func (a *Agent) exitError(logOffset int64) error {
 	tail := a.logSince(logOffset)
-	if strings.Contains(tail, "address already in use") {
+	if PortInUse(tail) {
 		return fmt.Errorf("agent %s: %w", a.cfg.Name, ErrPortInUse)
 	}
 	return fmt.Errorf("agent %s: %w during start-up: %v\n%s", a.cfg.Name, ErrExited, a.waitErr, lastLines(tail, 30))

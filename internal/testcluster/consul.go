@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,15 +72,12 @@ func StartConsul(t testing.TB) *Consul {
 		if err == nil {
 			return c
 		}
-		if !errors.Is(err, nomadagent.ErrPortInUse) || attempt == consulAttempts {
+		if !errors.Is(err, nomadagent.ErrPortInUse) || attempt == nomadagent.StartAttempts {
 			t.Fatalf("testcluster: consul dev agent: %v", err)
 		}
 		t.Logf("testcluster: consul dev agent, attempt %d: %v; retrying with new ports", attempt, err)
 	}
 }
-
-// consulAttempts bounds how often StartConsul picks new ports.
-const consulAttempts = 5
 
 // startConsul starts one agent on fresh ports and waits for its leader;
 // nomadagent.ErrPortInUse when the agent exited because a port was taken.
@@ -108,7 +104,7 @@ func startConsul(t testing.TB, bin string) (*Consul, error) {
 		if stopErr := c.p.Stop(10 * time.Second); stopErr != nil {
 			t.Logf("testcluster: %v", stopErr)
 		}
-		if strings.Contains(log, "address already in use") {
+		if nomadagent.PortInUse(log) {
 			return nil, fmt.Errorf("%w (%v)", nomadagent.ErrPortInUse, err)
 		}
 		return nil, fmt.Errorf("%v; log:\n%s", err, tail(log, 60))
