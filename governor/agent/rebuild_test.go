@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 	"github.com/shoenig/test/must"
+	twait "github.com/shoenig/test/wait"
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/quota"
@@ -71,8 +72,12 @@ func TestRebuildRestartsTheWatcher(t *testing.T) {
 	wait, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	must.True(t, r.rebuild(wait, ctx))
-	listings, streams := src.seen()
 	must.Greater(t, gen, store.Gen(), must.Sprint("the store was reset from the new listing"))
+	// rebuild returns once the listing is loaded; the new watcher opens
+	// its stream right after, so wait for it (make test saw [100] once).
+	must.Wait(t, twait.InitialSuccess(twait.BoolFunc(func() bool { _, streams := src.seen(); return len(streams) == 2 }),
+		twait.Timeout(10*time.Second), twait.Gap(time.Millisecond)))
+	listings, streams := src.seen()
 	must.Eq(t, 2, listings)
 	must.Eq(t, []uint64{100, 200}, streams, must.Sprint("each watcher streams on from its own listing"))
 
