@@ -20,6 +20,10 @@ type account struct {
 	// victims to stop will take (preempt.go): not usage yet, but its
 	// further reclaims must count it.
 	claimed quota.Vector
+	// lend caches lendable per resource: it depends on the members'
+	// quotas and lending caps only, which do not change while the
+	// account lives.
+	lend map[string]int64
 }
 
 // cohort is a sharing group of tenants.

@@ -66,6 +66,10 @@ type BorrowHold struct {
 func (cy *cycle) findBorrowHolds(q []*Job) {
 	cy.borrowHolds = map[*cohort]*borrowHold{}
 	heads := map[*cohort]*starvedHead{}
+	// none holds the tenant, class and shape of jobs found not to be
+	// starved heads: nothing this loop reads changes while it runs, so a
+	// backlog of like jobs is judged once per shape, not once per job.
+	none := map[string]bool{}
 	for _, j := range q {
 		acct := cy.accts[j.Namespace]
 		if acct == nil || acct.share >= HoldShareMax || cy.s.Now.Sub(j.QueuedAt) <= cy.cfg.StarvationTimeout {
@@ -74,7 +78,7 @@ func (cy *cycle) findBorrowHolds(q []*Job) {
 		if h := heads[acct.cohort]; h != nil && h.acct.share <= acct.share {
 			continue
 		}
-		if h := cy.starvedHeadOf(j, acct); h != nil {
+		if h := cy.starvedHeadOf(j, acct, none); h != nil {
 			heads[acct.cohort] = h
 		}
 	}
@@ -114,15 +118,34 @@ type starvedHead struct {
 // cohort's other tenants borrow or for free nodes: its class is allowed,
 // it is not backing off, it stays within its limits, it needs no more
 // than the others could ever lend, and it fits its node pool when empty;
-// nil when it may be admitted now or never.
-func (cy *cycle) starvedHeadOf(j *Job, acct *account) *starvedHead {
-	if j.StoppedByUser || j.System || j.MaxRuntimeErr != "" || !cy.checkClass(j, acct).OK {
+// nil when it may be admitted now or never. Past the job's own state
+// (stopped, system, a bad run time, backing off), the answer depends only
+// on its tenant, class and shape: a nil one is kept in none under them.
+func (cy *cycle) starvedHeadOf(j *Job, acct *account, none map[string]bool) *starvedHead {
+	if j.StoppedByUser || j.System || j.MaxRuntimeErr != "" {
 		return nil
 	}
 	if _, wait := cy.checkBackoff(j); wait {
 		return nil
 	}
 	missing := cy.missing(j)
+	shape := shapeKey(j, missing)
+	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shape
+	if none[key] {
+		return nil
+	}
+	h := cy.starvedShape(j, acct, missing, shape)
+	if h == nil {
+		none[key] = true
+	}
+	return h
+}
+
+// starvedShape is starvedHeadOf past the job's own state.
+func (cy *cycle) starvedShape(j *Job, acct *account, missing []int, shape string) *starvedHead {
+	if !cy.checkClass(j, acct).OK {
+		return nil
+	}
 	req := requestVector(j, missing)
 	if !acct.checkLimit(req).OK {
 		return nil
@@ -132,7 +155,6 @@ func (cy *cycle) starvedHeadOf(j *Job, acct *account) *starvedHead {
 			return nil
 		}
 	}
-	shape := shapeKey(j, missing)
 	if cy.neverFits(j, missing, shape) != nil {
 		return nil
 	}
@@ -159,12 +181,19 @@ func (cy *cycle) starvedHeadOf(j *Job, acct *account) *starvedHead {
 // lendable is the most the cohort's other members could ever lend a of
 // resource r: their lendable nominal.
 func (a *account) lendable(r string) int64 {
+	if n, ok := a.lend[r]; ok {
+		return n
+	}
 	var n int64
 	for _, m := range a.cohort.members {
 		if m != a {
 			n += max64(0, min64(m.t.LendCap(r), m.t.Quota[r]))
 		}
 	}
+	if a.lend == nil {
+		a.lend = map[string]int64{}
+	}
+	a.lend[r] = n
 	return n
 }
 

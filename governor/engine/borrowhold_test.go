@@ -285,3 +285,18 @@ func TestStarvedHeadTakesBackPassedJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestBorrowHoldJudgesEachJobsOwnState: jobs of one tenant, class and
+// shape are judged once for the hold (findBorrowHolds' memo), but a job's
+// own state is judged per job: an older like gang that backs off is no
+// head, and the next like gang still holds the cohort's lending.
+func TestBorrowHoldJudgesEachJobsOwnState(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	first := gpuJob("a", "first", "standard", 8)
+	first.QueuedAt, first.Requeues, first.RequeuedAt = now.Add(-2*time.Hour), 1, now.Add(-time.Minute)
+	cfg := testConfig()
+	cfg.BackoffBase = 10 * time.Minute
+	p := Decide(cfg, borrowScene(60).queue(first).snap())
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
+	must.StrContains(t, p.Verdicts["a/first"].Reason, "backoff")
+}

@@ -24,6 +24,8 @@ type cycle struct {
 	starvedHeads map[*Job]bool
 	// byKey indexes jobs by "namespace/id" (built on first use).
 	byKey map[string]*Job
+	// snapJobs holds the jobs byKey indexes (built with it).
+	snapJobs map[*Job]bool
 	// cluster is clusterVector's result (built on first use): the
 	// snapshot's nodes do not change within a cycle.
 	cluster quota.Vector

@@ -12,8 +12,12 @@ type fairWalk struct {
 	cluster quota.Vector
 	tiers   [][]*tenantQueue
 	tier    int
-	// seen is the usage version of each account at its last share.
-	seen map[*account]uint64
+	// seen is the usage version of each account at its last share, and
+	// cohorts each cohort's at the last refresh: a refresh looks at the
+	// members of cohorts whose usage changed only, so a step that
+	// admitted nothing costs one look per cohort, not per tenant.
+	seen    map[*account]uint64
+	cohorts map[*cohort]uint64
 }
 
 // tenantQueue is one tenant's jobs of a tier, in queue order.
@@ -26,7 +30,7 @@ type tenantQueue struct {
 // newFairWalk splits the statically ordered queue q into tiers and, per
 // tier, tenant queues that keep q's order.
 func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
-	w := &fairWalk{cy: cy, cluster: cy.clusterVector(), seen: map[*account]uint64{}}
+	w := &fairWalk{cy: cy, cluster: cy.clusterVector(), seen: map[*account]uint64{}, cohorts: map[*cohort]uint64{}}
 	var byNS map[string]*tenantQueue
 	for i, e := range q {
 		if i == 0 || e.owed != q[i-1].owed || e.prio != q[i-1].prio {
@@ -43,6 +47,7 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 	}
 	for a := range cy.accountsSet() {
 		w.seen[a] = a.version
+		w.cohorts[a.cohort] = a.cohort.version
 	}
 	return w
 }
@@ -90,10 +95,16 @@ func (w *fairWalk) share(tq *tenantQueue) float64 {
 
 // refresh recomputes the shares of accounts whose usage changed.
 func (w *fairWalk) refresh() {
-	for a, ver := range w.seen {
-		if a.version != ver {
-			a.computeShare(w.cluster)
-			w.seen[a] = a.version
+	for co, ver := range w.cohorts {
+		if co.version == ver {
+			continue
+		}
+		w.cohorts[co] = co.version
+		for _, a := range co.members {
+			if ver, ok := w.seen[a]; ok && a.version != ver {
+				a.computeShare(w.cluster)
+				w.seen[a] = a.version
+			}
 		}
 	}
 }

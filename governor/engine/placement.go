@@ -37,7 +37,7 @@ func (cy *cycle) placementOf(j *Job) placement {
 	for i := range j.Groups {
 		p.missing[i] = cy.want(j, i)
 	}
-	if j.State == Queued && !j.System && cy.jobByKey(j.Key()) == j {
+	if j.State == Queued && !j.System && cy.inSnapshot(j) {
 		// A held job of the snapshot (not a submission the proxy judges):
 		// Nomad stops whatever it still runs (a preemption victim whose
 		// stop Nomad has not planned yet), so none of it counts as placed.

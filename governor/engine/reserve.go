@@ -71,13 +71,31 @@ func (cy *cycle) allocEnd(a *Alloc) (time.Time, bool) {
 
 // jobByKey finds a job of the snapshot by "namespace/id".
 func (cy *cycle) jobByKey(key string) *Job {
-	if cy.byKey == nil {
-		cy.byKey = make(map[string]*Job, len(cy.jobs))
-		for _, j := range cy.jobs {
-			cy.byKey[j.Key()] = j
-		}
-	}
+	cy.indexJobs()
 	return cy.byKey[key]
+}
+
+// inSnapshot reports whether j is the snapshot's job of its key (not a
+// submission the proxy judges, which has no place in it): what
+// jobByKey(j.Key()) == j says, without building the key.
+func (cy *cycle) inSnapshot(j *Job) bool {
+	cy.indexJobs()
+	return cy.snapJobs[j]
+}
+
+// indexJobs builds byKey and snapJobs on first use.
+func (cy *cycle) indexJobs() {
+	if cy.byKey != nil {
+		return
+	}
+	cy.byKey = make(map[string]*Job, len(cy.jobs))
+	for _, j := range cy.jobs {
+		cy.byKey[j.Key()] = j
+	}
+	cy.snapJobs = make(map[*Job]bool, len(cy.byKey))
+	for _, j := range cy.byKey {
+		cy.snapJobs[j] = true
+	}
 }
 
 // endingAlloc is a live allocation of the head's pool with a known end.
