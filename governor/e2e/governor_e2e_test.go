@@ -130,6 +130,32 @@ func (e *env) why(ns, id string) *allotapi.Why {
 	return w
 }
 
+// waitWhy polls the governor's why of ns/id until its state is state and
+// its reason contains each of want. A cycle writes its holds to Nomad
+// before it publishes the plan the why API reads, so a job seen held in
+// Nomad may still show its earlier verdict for a moment.
+func (e *env) waitWhy(ns, id, state string, want ...string) *allotapi.Why {
+	e.t.Helper()
+	var w *allotapi.Why
+	e.c.Eventually(30*time.Second, "the governor's why of "+ns+"/"+id, func() error {
+		got, err := e.gov.Why(context.Background(), ns, id)
+		if err != nil {
+			return err
+		}
+		if got.State != state {
+			return fmt.Errorf("state %s, want %s: %s", got.State, state, got.Reason)
+		}
+		for _, s := range want {
+			if !strings.Contains(got.Reason, s) {
+				return fmt.Errorf("reason lacks %q: %s", s, got.Reason)
+			}
+		}
+		w = got
+		return nil
+	})
+	return w
+}
+
 // newBenchEnv is newEnv for benchmarks: team-a may use exactly one node's
 // four GPUs.
 func newBenchEnv(b *testing.B) *env { return newEnv(b) }
@@ -202,9 +228,7 @@ func TestE2E_Governor(t *testing.T) {
 		must.NoError(t, err)
 		e.waitHeld("team-a", "direct")
 		// Held, it waits in the queue like any other job.
-		w := e.why("team-a", "direct")
-		must.Eq(t, "queued", w.State)
-		must.StrContains(t, w.Reason, "limit: needs 4 gpu; tenant team-a uses 2 of limit 4")
+		e.waitWhy("team-a", "direct", "queued", "limit: needs 4 gpu; tenant team-a uses 2 of limit 4")
 	})
 
 	t.Run("a held job its user stops leaves the queue for good", func(t *testing.T) {

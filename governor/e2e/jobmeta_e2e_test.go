@@ -48,10 +48,7 @@ func TestE2E_JobMetaSeal(t *testing.T) {
 		_, _, err = e.c.API.Jobs().Register(job, &api.WriteOptions{Namespace: "team-a"})
 		must.NoError(t, err)
 		e.waitHeld("team-a", "forged")
-		w := e.why("team-a", "forged")
-		must.Eq(t, "queued", w.State)
-		must.StrContains(t, w.Reason, "may not use", must.Sprintf("why: %+v", w))
-		must.StrContains(t, w.Reason, `"production"`)
+		e.waitWhy("team-a", "forged", "queued", "may not use", `"production"`)
 	})
 
 	t.Run("an admitted job scaled straight to Nomad over the limit is held", func(t *testing.T) {
@@ -59,8 +56,7 @@ func TestE2E_JobMetaSeal(t *testing.T) {
 			&api.WriteOptions{Namespace: "team-a"})
 		must.NoError(t, err)
 		e.waitHeld("team-a", "sealed")
-		w := e.why("team-a", "sealed")
-		must.StrContains(t, w.Reason, "limit")
+		e.waitWhy("team-a", "sealed", "queued", "limit")
 	})
 }
 
