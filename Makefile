@@ -87,7 +87,11 @@ tf-fmt: ## terraform fmt -check on terraform/ (skipped, loudly, without terrafor
 
 .PHONY: e2e
 e2e: build ## Run the e2e tests (real Nomad cluster; RUN=<regexp> picks tests)
-	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' ./...
+	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' -skip '^TestE2E_SimFidelity' ./...
+	@# The fidelity replays compare the real stack's waits with the
+	@# simulator's: alone, so that another package's cluster (and browser)
+	@# does not slow the real side (docs/simulator.md, fidelity).
+	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) -run '^TestE2E.*$(RUN)' ./governor/sim/
 
 .PHONY: screenshots
 screenshots: $(BIN)/nomad ## Save the console's screenshots to docs/img/console-*.png (browser e2e test, headless chromium)
