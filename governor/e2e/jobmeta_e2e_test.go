@@ -29,12 +29,7 @@ func TestE2E_JobMetaSeal(t *testing.T) {
 		e.waitRunning("team-a", "sealed", time.Minute)
 		j := e.job("team-a", "sealed")
 		must.MapContainsKey(t, j.Meta, jobmeta.Seal)
-		e.c.Eventually(30*time.Second, "the governor sees its own admission", func() error {
-			if w := e.why("team-a", "sealed"); w.State != "admitted" {
-				return fmt.Errorf("state %s: %s", w.State, w.Reason)
-			}
-			return nil
-		})
+		e.waitWhy("team-a", "sealed", "admitted")
 	})
 
 	t.Run("forged admitted production meta written straight to Nomad is held with the allowed classes", func(t *testing.T) {

@@ -69,8 +69,7 @@ func TestE2E_StarvedHeadPreemptsAnyClass(t *testing.T) {
 		must.NotNil(t, pe.runningAlloc("team-b", id, ""), must.Sprintf("%s still runs", id))
 	}
 	must.Eq(t, 1, jobmeta.Parse(pe.job("team-b", victim).Meta).Requeues)
-	w := pe.why("team-b", victim)
-	must.Eq(t, "queued", w.State, must.Sprintf("the victim waits: %+v", w))
+	pe.waitWhy("team-b", victim, "queued") // the victim waits
 
 	// When team-a's job ends, the victim runs again from its checkpoint.
 	pe.stop("team-a", "big")
