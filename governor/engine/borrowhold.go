@@ -63,14 +63,15 @@ type BorrowHold struct {
 // cohort can lend, it holds the cohort's lending; not fitting free
 // capacity, it becomes its pool's starving head with a reservation
 // (reserve.go) ahead of the walk, whoever would otherwise starve first.
-func (cy *cycle) findBorrowHolds(q []*Job) {
+func (cy *cycle) findBorrowHolds(q []queueEntry) {
 	cy.borrowHolds = map[*cohort]*borrowHold{}
 	heads := map[*cohort]*starvedHead{}
 	// none holds the tenant, class and shape of jobs found not to be
 	// starved heads: nothing this loop reads changes while it runs, so a
 	// backlog of like jobs is judged once per shape, not once per job.
 	none := map[string]bool{}
-	for _, j := range q {
+	for i := range q {
+		j := q[i].j
 		acct := cy.accts[j.Namespace]
 		if acct == nil || acct.share >= HoldShareMax || cy.s.Now.Sub(j.QueuedAt) <= cy.cfg.StarvationTimeout {
 			continue
@@ -78,7 +79,7 @@ func (cy *cycle) findBorrowHolds(q []*Job) {
 		if h := heads[acct.cohort]; h != nil && h.acct.share <= acct.share {
 			continue
 		}
-		if h := cy.starvedHeadOf(j, acct, none); h != nil {
+		if h := cy.starvedHeadOf(&q[i], acct, none); h != nil {
 			heads[acct.cohort] = h
 		}
 	}
@@ -114,29 +115,31 @@ type starvedHead struct {
 	r      *reservation
 }
 
-// starvedHeadOf describes queued job j when it could run but for what its
+// starvedHeadOf describes the job of queue entry e when it could run but for what its
 // cohort's other tenants borrow or for free nodes: its class is allowed,
 // it is not backing off, it stays within its limits, it needs no more
 // than the others could ever lend, and it fits its node pool when empty;
 // nil when it may be admitted now or never. Past the job's own state
 // (stopped, system, a bad run time, backing off), the answer depends only
 // on its tenant, class and shape: a nil one is kept in none under them.
-func (cy *cycle) starvedHeadOf(j *Job, acct *account, none map[string]bool) *starvedHead {
+func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]bool) *starvedHead {
+	j := e.j
 	if j.StoppedByUser || j.System || j.MaxRuntimeErr != "" {
 		return nil
 	}
 	if _, wait := cy.checkBackoff(j); wait {
 		return nil
 	}
-	missing := cy.missing(j)
-	shape := shapeKey(j, missing)
-	key := j.Namespace + "\x00" + cy.className(j) + "\x00" + shape
-	if none[key] {
+	b := append(append(cy.keyBuf[:0], j.Namespace...), 0)
+	cy.keyBuf = nil
+	defer func() { cy.keyBuf = b }()
+	b = append(append(append(b, cy.className(j)...), 0), e.shape...)
+	if none[string(b)] {
 		return nil
 	}
-	h := cy.starvedShape(j, acct, missing, shape)
+	h := cy.starvedShape(j, acct, e.missing, e.shape)
 	if h == nil {
-		none[key] = true
+		none[string(b)] = true
 	}
 	return h
 }

@@ -32,6 +32,8 @@ type cycle struct {
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
 	memo      map[string]memoEntry
+	// keyBuf is where memo keys are built for lookups.
+	keyBuf []byte
 	// last is what the latest successful checks reserved.
 	last admission
 	// jobs are the snapshot's jobs by namespace and ID.
@@ -316,7 +318,11 @@ func (cy *cycle) verdict(j *Job) *Verdict {
 	if cy.accts[j.Namespace] == nil {
 		return nil
 	}
-	key := j.Key()
+	return cy.verdictKeyed(j, j.Key())
+}
+
+// verdictKeyed is verdict for a governed job j whose key is known.
+func (cy *cycle) verdictKeyed(j *Job, key string) *Verdict {
 	v := cy.plan.Verdicts[key]
 	if v == nil {
 		v = &Verdict{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j), State: j.State, QueuedAt: j.QueuedAt}

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/allot-sh/allot/governor/quota"
+import (
+	"container/heap"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
 
 // fairWalk yields the queue in admission order with fair share
 // recomputed after each job: within one tier (owed preemptors, then
@@ -18,6 +22,11 @@ type fairWalk struct {
 	// admitted nothing costs one look per cohort, not per tenant.
 	seen    map[*account]uint64
 	cohorts map[*cohort]uint64
+	// heap orders the current tier's tenant queues that still hold jobs
+	// (before); byAcct finds an account's queue in it when its share
+	// changes.
+	heap   tenantHeap
+	byAcct map[*account]*tenantQueue
 }
 
 // tenantQueue is one tenant's jobs of a tier, in queue order.
@@ -25,6 +34,8 @@ type tenantQueue struct {
 	acct *account
 	ns   string
 	jobs []queueEntry
+	// at is the queue's index in the walk's heap.
+	at int
 }
 
 // newFairWalk splits the statically ordered queue q into tiers and, per
@@ -52,24 +63,62 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 	return w
 }
 
-// next returns the next job to decide on; nil when the queue is done.
-func (w *fairWalk) next() *Job {
+// next returns the entry of the next job to decide on; nil when the
+// queue is done. The current tier's tenant queues are a heap by before: a step costs
+// the log of the tenants, not a look at each.
+func (w *fairWalk) next() *queueEntry {
 	w.refresh()
-	for w.tier < len(w.tiers) {
-		var best *tenantQueue
-		for _, tq := range w.tiers[w.tier] {
-			if len(tq.jobs) > 0 && (best == nil || w.before(tq, best)) {
-				best = tq
-			}
+	for w.heap.w == nil || len(w.heap.qs) == 0 {
+		if w.heap.w != nil {
+			w.tier++
 		}
-		if best != nil {
-			e := best.jobs[0]
-			best.jobs = best.jobs[1:]
-			return e.j
+		if w.tier >= len(w.tiers) {
+			return nil
 		}
-		w.tier++
+		w.startTier()
 	}
-	return nil
+	best := w.heap.qs[0]
+	e := &best.jobs[0]
+	best.jobs = best.jobs[1:]
+	if len(best.jobs) == 0 {
+		heap.Pop(&w.heap)
+	} else {
+		heap.Fix(&w.heap, 0)
+	}
+	return e
+}
+
+// startTier builds the heap of the current tier's tenant queues.
+func (w *fairWalk) startTier() {
+	w.heap = tenantHeap{w: w, qs: append([]*tenantQueue(nil), w.tiers[w.tier]...)}
+	w.byAcct = make(map[*account]*tenantQueue, len(w.heap.qs))
+	for i, tq := range w.heap.qs {
+		tq.at = i
+		if tq.acct != nil {
+			w.byAcct[tq.acct] = tq
+		}
+	}
+	heap.Init(&w.heap)
+}
+
+// tenantHeap is a heap of tenant queues ordered by the walk's before.
+type tenantHeap struct {
+	w  *fairWalk
+	qs []*tenantQueue
+}
+
+func (h tenantHeap) Len() int           { return len(h.qs) }
+func (h tenantHeap) Less(a, b int) bool { return h.w.before(h.qs[a], h.qs[b]) }
+func (h tenantHeap) Swap(a, b int) {
+	h.qs[a], h.qs[b] = h.qs[b], h.qs[a]
+	h.qs[a].at, h.qs[b].at = a, b
+}
+func (h *tenantHeap) Push(x any) { panic("tenantHeap: push") }
+func (h *tenantHeap) Pop() any {
+	last := h.qs[len(h.qs)-1]
+	h.qs = h.qs[:len(h.qs)-1]
+	last.at = -1
+	return last
 }
 
 // before orders two tenant queues: lowest current share, then the static
@@ -104,7 +153,16 @@ func (w *fairWalk) refresh() {
 			if ver, ok := w.seen[a]; ok && a.version != ver {
 				a.computeShare(w.cluster)
 				w.seen[a] = a.version
+				w.reorder(a)
 			}
 		}
+	}
+}
+
+// reorder moves a's queue of the current tier to its place after its
+// share changed.
+func (w *fairWalk) reorder(a *account) {
+	if tq := w.byAcct[a]; tq != nil && tq.at >= 0 {
+		heap.Fix(&w.heap, tq.at)
 	}
 }

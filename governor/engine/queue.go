@@ -41,6 +41,12 @@ type queueEntry struct {
 	owed  bool
 	prio  int
 	share float64
+	// key, missing and shape are filled for the admission walk
+	// (admitQueue): the job's key, the allocations it still needs and its
+	// shape key, computed once for the walk's checks and the borrow holds.
+	key     string
+	missing []int
+	shape   string
 }
 
 // byQueue orders entries: owed preemptors first, then class priority
@@ -73,20 +79,24 @@ func (cy *cycle) admitQueue(q []*Job) {
 	cy.plan.Queue = make([]Verdict, 0, len(q))
 	entries := make(byQueue, len(q))
 	for i, j := range q {
-		entries[i] = queueEntry{j: j, owed: cy.pre.owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
+		missing := cy.missing(j)
+		entries[i] = queueEntry{j: j, prio: cy.cfg.Classes[cy.className(j)].Priority,
+			key: j.Key(), missing: missing, shape: shapeKey(j, missing)}
+		entries[i].owed = cy.pre.owed[entries[i].key]
 	}
-	cy.findBorrowHolds(q)
+	cy.findBorrowHolds(entries)
 	walk := cy.newFairWalk(entries)
-	for j := walk.next(); j != nil; j = walk.next() {
+	for e := walk.next(); e != nil; e = walk.next() {
+		j := e.j
 		acct := cy.accts[j.Namespace]
 		if acct == nil {
 			cy.decide(j, Admit, "namespace "+j.Namespace+" is no longer governed")
 			continue
 		}
-		v := cy.verdict(j)
+		v := cy.verdictKeyed(j, e.key)
 		if c, wait := cy.checkBackoff(j); wait {
 			v.Checks, v.Reason = []Check{c}, c.Name+": "+c.Detail
-		} else if cy.admitOne(j, acct, v) {
+		} else if cy.admitOne(e, acct, v) {
 			continue
 		}
 		acct.queued++
@@ -100,9 +110,10 @@ func (cy *cycle) admitQueue(q []*Job) {
 
 // admitOne runs the checks of j and admits it when all pass; otherwise
 // it tries preemption, whose outcome becomes the verdict's reason.
-func (cy *cycle) admitOne(j *Job, acct *account, v *Verdict) bool {
+func (cy *cycle) admitOne(e *queueEntry, acct *account, v *Verdict) bool {
+	j := e.j
 	var admitted bool
-	v.Checks, v.Reason, admitted = cy.memoChecks(j, acct)
+	v.Checks, v.Reason, admitted = cy.memoChecks(e, acct)
 	if admitted {
 		v.State, v.Reason = Admitted, "admitted: every check passed"
 		cy.decide(j, Admit, admitReason(v.Checks))
@@ -128,9 +139,10 @@ type memoEntry struct {
 	reason string
 }
 
-// memoChecks runs the checks of j, reusing the outcome of an equal job of
-// the same tenant when nothing it depends on changed.
-func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
+// memoChecks runs the checks of e's job, reusing the outcome of an equal
+// job of the same tenant when nothing it depends on changed.
+func (cy *cycle) memoChecks(e *queueEntry, acct *account) ([]Check, string, bool) {
+	j := e.j
 	class := cy.checkClass(j, acct)
 	if !class.OK {
 		return []Check{class}, class.Name + ": " + class.Text(), false
@@ -140,17 +152,16 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 		return []Check{class, c}, c.Name + ": " + c.Detail, false
 	}
 	// The other checks do not depend on the class: jobs of one tenant and
-	// shape share their outcome whatever their class. One allocation for
-	// the memo key; the shape key is its tail.
-	missing := cy.missing(j)
-	b := make([]byte, 0, len(j.Namespace)+130)
-	b = append(append(b, j.Namespace...), 0)
-	prefix := len(b)
-	b = appendShape(b, j, missing)
-	shape := string(b[prefix:])
+	// shape share their outcome whatever their class. The key is built in
+	// the cycle's buffer: a lookup allocates nothing.
+	// Taken from the cycle while in use, so a nested use cannot overwrite it.
+	b := append(append(cy.keyBuf[:0], j.Namespace...), 0)
+	cy.keyBuf = nil
+	defer func() { cy.keyBuf = b }()
+	b = append(b, e.shape...)
 	// Behind a reservation the outcome depends on the run time too.
-	key := string(strconv.AppendInt(append(b, "|rt"...), int64(cy.cfg.RuntimeOf(j)), 10))
-	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
+	b = strconv.AppendInt(append(b, "|rt"...), int64(cy.cfg.RuntimeOf(j)), 10)
+	if m, ok := cy.memo[string(b)]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		checks := m.checks
 		if checks[0].Detail != class.Detail {
@@ -158,13 +169,13 @@ func (cy *cycle) memoChecks(j *Job, acct *account) ([]Check, string, bool) {
 		}
 		return checks, m.reason, false
 	}
-	checks := cy.checksOf(j, acct, missing, shape)
+	checks := cy.checksOf(j, acct, e.missing, e.shape)
 	failed := firstFailed(checks)
 	if failed == nil {
 		return checks, "", true
 	}
 	reason := failed.Name + ": " + failed.Text()
-	cy.memo[key] = memoEntry{acct.version, acct.cohort.version, cy.starveVer, borrows(checks), checks, reason}
+	cy.memo[string(b)] = memoEntry{acct.version, acct.cohort.version, cy.starveVer, borrows(checks), checks, reason}
 	return checks, reason, false
 }
 
