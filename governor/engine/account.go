@@ -24,6 +24,9 @@ type account struct {
 	// quotas and lending caps only, which do not change while the
 	// account lives.
 	lend map[string]int64
+	// classChecks caches checkClass per class name: it depends on the
+	// tenant and the configured classes only.
+	classChecks map[string]Check
 }
 
 // cohort is a sharing group of tenants.
@@ -95,7 +98,8 @@ func (a *account) borrowable(r string) int64 {
 // checkLimit checks usage + req against the tenant's hard limits.
 func (a *account) checkLimit(req quota.Vector) Check {
 	c := Check{Name: "limit", OK: true, Tenant: a.t.Namespace}
-	for _, r := range req.Keys() {
+	var keys [8]string
+	for _, r := range req.AppendKeys(keys[:0]) {
 		lim, has := a.t.Limit[r]
 		if req[r] <= 0 || !has || !a.cohort.governed[r] {
 			continue
@@ -112,7 +116,8 @@ func (a *account) checkLimit(req quota.Vector) Check {
 // what its cohort can lend.
 func (a *account) checkQuota(req quota.Vector) Check {
 	c := Check{Name: "quota", OK: true, Tenant: a.t.Namespace, Cohort: a.cohort.name}
-	for _, r := range req.Keys() {
+	var keys [8]string
+	for _, r := range req.AppendKeys(keys[:0]) {
 		if req[r] <= 0 || !a.cohort.governed[r] {
 			continue
 		}

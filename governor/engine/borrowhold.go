@@ -137,7 +137,7 @@ func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]boo
 	if none[string(b)] {
 		return nil
 	}
-	h := cy.starvedShape(j, acct, e.missing, e.shape)
+	h := cy.starvedShape(e, acct)
 	if h == nil {
 		none[string(b)] = true
 	}
@@ -145,11 +145,12 @@ func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]boo
 }
 
 // starvedShape is starvedHeadOf past the job's own state.
-func (cy *cycle) starvedShape(j *Job, acct *account, missing []int, shape string) *starvedHead {
+func (cy *cycle) starvedShape(e *queueEntry, acct *account) *starvedHead {
+	j, missing, shape := e.j, e.missing, e.shape
 	if !cy.checkClass(j, acct).OK {
 		return nil
 	}
-	req := requestVector(j, missing)
+	req := e.request()
 	if !acct.checkLimit(req).OK {
 		return nil
 	}

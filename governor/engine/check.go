@@ -10,6 +10,10 @@ import (
 
 // add records one resource's numbers; any amount over fails the check.
 func (c *Check) add(a Amount) {
+	if c.Amounts == nil {
+		// One allocation for the handful of resources a check names.
+		c.Amounts = make([]Amount, 0, 4)
+	}
 	c.Amounts = append(c.Amounts, a)
 	if a.Over {
 		c.OK = false

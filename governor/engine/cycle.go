@@ -14,7 +14,7 @@ type cycle struct {
 	plan     *Plan
 	cap      *capacity
 	accts    map[string]*account
-	byJob    map[string][]*Alloc
+	byJob    map[jobID][]*Alloc
 	starving map[string]*Job // node pool → starving queue head
 	// reserved holds the starving heads' reservations by node pool.
 	reserved map[string]*reservation
@@ -22,16 +22,15 @@ type cycle struct {
 	borrowHolds map[*cohort]*borrowHold
 	// starvedHeads marks the cohorts' starved heads (borrowhold.go).
 	starvedHeads map[*Job]bool
-	// byKey indexes jobs by "namespace/id" (built on first use).
-	byKey map[string]*Job
-	// snapJobs holds the jobs byKey indexes (built with it).
-	snapJobs map[*Job]bool
+	// byID indexes the snapshot's jobs by namespace and ID (built on
+	// first use).
+	byID map[jobID]*Job
 	// cluster is clusterVector's result (built on first use): the
 	// snapshot's nodes do not change within a cycle.
 	cluster quota.Vector
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
-	memo      map[string]memoEntry
+	memo      map[string]*memoEntry
 	// keyBuf is where memo keys are built for lookups.
 	keyBuf []byte
 	// last is what the latest successful checks reserved.
@@ -94,10 +93,10 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		plan:     &Plan{Now: s.Now, Verdicts: make(map[string]*Verdict, len(s.Jobs))},
 		cap:      newCapacity(s.Nodes, s.Allocs, newMatcher()),
 		accts:    newAccounts(s.Tenants),
-		byJob:    make(map[string][]*Alloc, len(s.Allocs)),
+		byJob:    make(map[jobID][]*Alloc, len(s.Allocs)),
 		starving: map[string]*Job{},
 		reserved: map[string]*reservation{},
-		memo:     map[string]memoEntry{},
+		memo:     map[string]*memoEntry{},
 		pre:      newPreemptState(),
 		replaced: map[string]bool{},
 		held:     map[string]bool{},
@@ -105,7 +104,8 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 	}
 	cy.cap.placedOn = cy.placedOn
 	for _, a := range s.Allocs {
-		cy.byJob[a.Namespace+"/"+a.JobID] = append(cy.byJob[a.Namespace+"/"+a.JobID], a)
+		id := jobID{a.Namespace, a.JobID}
+		cy.byJob[id] = append(cy.byJob[id], a)
 		if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
 			acct.usage.Add(allocVector(a))
 		}
@@ -235,7 +235,7 @@ func (cy *cycle) stop(j *Job, reason string, checks []Check) {
 // allocations plus the reservation for what it has not placed.
 func (cy *cycle) jobUsage(j *Job) quota.Vector {
 	use := requestVector(j, cy.missing(j))
-	for _, a := range cy.byJob[j.Key()] {
+	for _, a := range cy.byJob[idOf(j)] {
 		if a.Live && !cy.replaced[a.ID] {
 			use.Add(allocVector(a))
 		}

@@ -33,7 +33,7 @@ type fairWalk struct {
 type tenantQueue struct {
 	acct *account
 	ns   string
-	jobs []queueEntry
+	jobs []*queueEntry
 	// at is the queue's index in the walk's heap.
 	at int
 }
@@ -43,7 +43,8 @@ type tenantQueue struct {
 func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 	w := &fairWalk{cy: cy, cluster: cy.clusterVector(), seen: map[*account]uint64{}, cohorts: map[*cohort]uint64{}}
 	var byNS map[string]*tenantQueue
-	for i, e := range q {
+	for i := range q {
+		e := &q[i]
 		if i == 0 || e.owed != q[i-1].owed || e.prio != q[i-1].prio {
 			w.tiers = append(w.tiers, nil)
 			byNS = map[string]*tenantQueue{}
@@ -54,7 +55,7 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 			byNS[e.j.Namespace] = tq
 			w.tiers[len(w.tiers)-1] = append(w.tiers[len(w.tiers)-1], tq)
 		}
-		tq.jobs = append(tq.jobs, e)
+		tq.jobs = append(tq.jobs, &q[i])
 	}
 	for a := range cy.accountsSet() {
 		w.seen[a] = a.version
@@ -78,7 +79,7 @@ func (w *fairWalk) next() *queueEntry {
 		w.startTier()
 	}
 	best := w.heap.qs[0]
-	e := &best.jobs[0]
+	e := best.jobs[0]
 	best.jobs = best.jobs[1:]
 	if len(best.jobs) == 0 {
 		heap.Pop(&w.heap)

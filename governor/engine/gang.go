@@ -29,7 +29,7 @@ func (cy *cycle) gangTimeouts(jobs []*Job) {
 		reason := fmt.Sprintf("gang timeout: only %d of %d allocations started %s after admission (timeout %s); requeued",
 			started, want, waited.Round(time.Second), cy.cfg.GangTimeout)
 		cy.requeue(j, reason, CauseGangTimeout, "", 0)
-		for _, a := range cy.byJob[j.Key()] {
+		for _, a := range cy.byJob[idOf(j)] {
 			if a.Live {
 				acct.usage.Sub(allocVector(a))
 			}

@@ -45,7 +45,7 @@ func (cy *cycle) placementOf(j *Job) placement {
 		// onto the very allocation that is stopping.
 		return p
 	}
-	allocs := cy.byJob[j.Key()]
+	allocs := cy.byJob[idOf(j)]
 	for _, a := range allocs {
 		gi := groupIndex(j, a.Group)
 		switch {

@@ -104,7 +104,7 @@ func (cy *cycle) buildPool() {
 	for _, j := range cy.jobs {
 		switch j.State {
 		case Queued, Stopped:
-			cy.addStopping(liveAllocs(cy.byJob[j.Key()]))
+			cy.addStopping(liveAllocs(cy.byJob[idOf(j)]))
 		case Admitted, Direct:
 			if v := cy.newVictim(j); v != nil {
 				ps.pool = append(ps.pool, v)
@@ -155,7 +155,7 @@ func (cy *cycle) newVictim(j *Job) *victim {
 		return nil
 	}
 	v := &victim{j: j, key: j.Key(), acct: acct, class: name, prio: cl.Priority, use: quota.Vector{}}
-	for _, a := range cy.byJob[j.Key()] {
+	for _, a := range cy.byJob[idOf(j)] {
 		if a.Live && !cy.replaced[a.ID] {
 			v.allocs = append(v.allocs, a)
 		}
@@ -454,7 +454,7 @@ func (cy *cycle) claimStopping(key string) {
 	ps := &cy.pre
 	keep := ps.stopping[:0]
 	for _, a := range ps.stopping {
-		if j := cy.jobByKey(a.Namespace + "/" + a.JobID); j != nil && lastPreemptor(j) == key {
+		if j := cy.jobByID(a.Namespace, a.JobID); j != nil && lastPreemptor(j) == key {
 			if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
 				ps.stoppingUse[acct].Sub(allocVector(a))
 			}

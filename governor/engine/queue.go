@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // queue returns the held jobs in queue order: class priority (highest
@@ -47,6 +49,18 @@ type queueEntry struct {
 	key     string
 	missing []int
 	shape   string
+	// req is the request of the missing allocations (request), built on
+	// first use; read only.
+	req quota.Vector
+}
+
+// request returns requestVector of the entry's job and missing
+// allocations, built once.
+func (e *queueEntry) request() quota.Vector {
+	if e.req == nil {
+		e.req = requestVector(e.j, e.missing)
+	}
+	return e.req
 }
 
 // byQueue orders entries: owed preemptors first, then class priority
@@ -137,6 +151,25 @@ type memoEntry struct {
 	cohort bool
 	checks []Check
 	reason string
+	// byClass holds checks with another class's check in front, by that
+	// check's detail: jobs of one shape and several classes share them.
+	byClass map[string][]Check
+}
+
+// withClass returns the memoised checks with class in front.
+func (m *memoEntry) withClass(class Check) []Check {
+	if m.checks[0].Detail == class.Detail {
+		return m.checks
+	}
+	if c, ok := m.byClass[class.Detail]; ok {
+		return c
+	}
+	c := append([]Check{class}, m.checks[1:]...)
+	if m.byClass == nil {
+		m.byClass = map[string][]Check{}
+	}
+	m.byClass[class.Detail] = c
+	return c
 }
 
 // memoChecks runs the checks of e's job, reusing the outcome of an equal
@@ -163,19 +196,16 @@ func (cy *cycle) memoChecks(e *queueEntry, acct *account) ([]Check, string, bool
 	b = strconv.AppendInt(append(b, "|rt"...), int64(cy.cfg.RuntimeOf(j)), 10)
 	if m, ok := cy.memo[string(b)]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
-		checks := m.checks
-		if checks[0].Detail != class.Detail {
-			checks = append([]Check{class}, checks[1:]...)
-		}
-		return checks, m.reason, false
+		return m.withClass(class), m.reason, false
 	}
-	checks := cy.checksOf(j, acct, e.missing, e.shape)
+	checks := cy.checksOf(e, acct)
 	failed := firstFailed(checks)
 	if failed == nil {
 		return checks, "", true
 	}
 	reason := failed.Name + ": " + failed.Text()
-	cy.memo[string(b)] = memoEntry{acct.version, acct.cohort.version, cy.starveVer, borrows(checks), checks, reason}
+	cy.memo[string(b)] = &memoEntry{acctVer: acct.version, cohortVer: acct.cohort.version, starveVer: cy.starveVer,
+		cohort: borrows(checks), checks: checks, reason: reason}
 	return checks, reason, false
 }
 
@@ -183,12 +213,13 @@ func (cy *cycle) memoChecks(e *queueEntry, acct *account) ([]Check, string, bool
 // the first failure, and reserves usage and capacity when all pass.
 func (cy *cycle) checks(j *Job, acct *account) []Check {
 	missing := cy.missing(j)
-	return cy.checksOf(j, acct, missing, shapeKey(j, missing))
+	return cy.checksOf(&queueEntry{j: j, missing: missing, shape: shapeKey(j, missing)}, acct)
 }
 
-// checksOf is checks with the job's missing allocations and shape key
-// already computed.
-func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []Check {
+// checksOf is checks for a queue entry, whose missing allocations and
+// shape key are computed.
+func (cy *cycle) checksOf(e *queueEntry, acct *account) []Check {
+	j, missing, shape := e.j, e.missing, e.shape
 	class := cy.checkClass(j, acct)
 	if !class.OK {
 		return []Check{class}
@@ -199,7 +230,7 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 	if j.MaxRuntimeErr != "" {
 		return []Check{class, runtimeMalformed(j)}
 	}
-	base := requestVector(j, missing)
+	base := e.request()
 	checks := make([]Check, 3, 4) // room for the fit or order check
 	checks[0], checks[1], checks[2] = class, acct.checkLimit(base), acct.checkQuota(base)
 	if !checks[1].OK || !checks[2].OK {
@@ -244,14 +275,29 @@ func (cy *cycle) checksOf(j *Job, acct *account, missing []int, shape string) []
 }
 
 // checkClass checks that the job's class exists and the tenant may use it.
+// The outcome depends on the tenant and the class only: it is kept per
+// account.
 func (cy *cycle) checkClass(j *Job, acct *account) Check {
 	name := cy.className(j)
+	if c, ok := acct.classChecks[name]; ok {
+		return c
+	}
+	c := cy.judgeClass(acct, name)
+	if acct.classChecks == nil {
+		acct.classChecks = map[string]Check{}
+	}
+	acct.classChecks[name] = c
+	return c
+}
+
+// judgeClass is checkClass without the cache.
+func (cy *cycle) judgeClass(acct *account, name string) Check {
 	cl, ok := cy.cfg.Classes[name]
 	switch {
 	case !ok:
 		return Check{Name: "class", Detail: fmt.Sprintf("unknown class %q (known: %s)", name, strings.Join(cy.classNames(), ", "))}
 	case !acct.t.MayUse(name, cl.Restricted):
-		return Check{Name: "class", Detail: fmt.Sprintf("tenant %s may not use class %q", j.Namespace, name)}
+		return Check{Name: "class", Detail: fmt.Sprintf("tenant %s may not use class %q", acct.t.Namespace, name)}
 	}
 	return Check{Name: "class", OK: true, Detail: "class " + name + " (priority " + strconv.Itoa(cl.Priority) + ")"}
 }

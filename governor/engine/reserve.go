@@ -51,7 +51,7 @@ func RuntimeOf(j *Job) time.Duration {
 // (the governor stops it); past a learned estimate, or with no estimate,
 // its end is unknown (ok false).
 func (cy *cycle) allocEnd(a *Alloc) (time.Time, bool) {
-	j := cy.jobByKey(a.Namespace + "/" + a.JobID)
+	j := cy.jobByID(a.Namespace, a.JobID)
 	if j == nil || a.StartedAt.IsZero() {
 		return time.Time{}, false
 	}
@@ -69,32 +69,33 @@ func (cy *cycle) allocEnd(a *Alloc) (time.Time, bool) {
 	return end, true
 }
 
-// jobByKey finds a job of the snapshot by "namespace/id".
-func (cy *cycle) jobByKey(key string) *Job {
+// jobID names a job by namespace and ID: a map key that needs no
+// "namespace/id" string built.
+type jobID struct{ ns, id string }
+
+func idOf(j *Job) jobID { return jobID{j.Namespace, j.ID} }
+
+// jobByID finds a job of the snapshot by namespace and ID.
+func (cy *cycle) jobByID(ns, id string) *Job {
 	cy.indexJobs()
-	return cy.byKey[key]
+	return cy.byID[jobID{ns, id}]
 }
 
-// inSnapshot reports whether j is the snapshot's job of its key (not a
-// submission the proxy judges, which has no place in it): what
-// jobByKey(j.Key()) == j says, without building the key.
+// inSnapshot reports whether j is the snapshot's job of its namespace and
+// ID (not a submission the proxy judges, which has no place in it).
 func (cy *cycle) inSnapshot(j *Job) bool {
 	cy.indexJobs()
-	return cy.snapJobs[j]
+	return cy.byID[idOf(j)] == j
 }
 
-// indexJobs builds byKey and snapJobs on first use.
+// indexJobs builds byID on first use.
 func (cy *cycle) indexJobs() {
-	if cy.byKey != nil {
+	if cy.byID != nil {
 		return
 	}
-	cy.byKey = make(map[string]*Job, len(cy.jobs))
+	cy.byID = make(map[jobID]*Job, len(cy.jobs))
 	for _, j := range cy.jobs {
-		cy.byKey[j.Key()] = j
-	}
-	cy.snapJobs = make(map[*Job]bool, len(cy.byKey))
-	for _, j := range cy.byKey {
-		cy.snapJobs[j] = true
+		cy.byID[idOf(j)] = j
 	}
 }
 
@@ -140,7 +141,10 @@ func (cy *cycle) reserveFor(j *Job, missing []int) *reservation {
 	sort.Slice(unknown, func(x, y int) bool { return unknown[x].a.ID < unknown[y].a.ID })
 	known := len(ends)
 	ends = append(ends, unknown...)
-	k := sort.Search(len(ends)+1, func(k int) bool { return cy.fitsAfter(j, missing, ends[:k]) != nil })
+	// One scratch copy of the pool, refilled per probe.
+	cands := cy.cap.candidates(j)
+	scratch := cy.cap.scratch(cands)
+	k := sort.Search(len(ends)+1, func(k int) bool { return fitsAfter(scratch, cands, j, missing, ends[:k]) != nil })
 	switch {
 	case k > len(ends):
 		return r
@@ -149,7 +153,7 @@ func (cy *cycle) reserveFor(j *Job, missing []int) *reservation {
 	case k <= known:
 		r.Start = ends[k-1].end
 	}
-	for _, tk := range cy.fitsAfter(j, missing, ends[:k]) {
+	for _, tk := range fitsAfter(scratch, cands, j, missing, ends[:k]) {
 		if !r.nodes[tk.fn.node.ID] {
 			r.nodes[tk.fn.node.ID] = true
 			r.Nodes = append(r.Nodes, tk.fn.node.ID)
@@ -159,11 +163,11 @@ func (cy *cycle) reserveFor(j *Job, missing []int) *reservation {
 	return r
 }
 
-// fitsAfter fits j on a scratch copy of the free capacity with the
-// allocations of ended released; it returns the takes, nil when it does
-// not fit.
-func (cy *cycle) fitsAfter(j *Job, missing []int, ended []endingAlloc) []take {
-	scratch := cy.cap.scratch(cy.cap.candidates(j))
+// fitsAfter fits j on scratch, a copy of the free capacity of nodes src
+// (capacity.scratch), refilled from src and with the allocations of ended
+// released; it returns the takes, nil when it does not fit.
+func fitsAfter(scratch *capacity, src []*freeNode, j *Job, missing []int, ended []endingAlloc) []take {
+	scratch.refill(src)
 	for _, e := range ended {
 		if fn := scratch.byID[e.a.NodeID]; fn != nil {
 			fn.cpu += e.a.CPU
@@ -192,6 +196,25 @@ func (c *capacity) scratch(nodes []*freeNode) *capacity {
 		s.byPool[cp.node.Pool] = append(s.byPool[cp.node.Pool], cp)
 	}
 	return s
+}
+
+// refill resets s, made by scratch(src), to src's free capacity and
+// empties its caches, for the next what-if fit.
+func (s *capacity) refill(src []*freeNode) {
+	for i, fn := range src {
+		cp := s.nodes[i]
+		cp.cpu, cp.mem = fn.cpu, fn.mem
+		copy(cp.dev, fn.dev)
+	}
+	for k := range s.failed {
+		delete(s.failed, k)
+	}
+	for k := range s.cursor {
+		delete(s.cursor, k)
+	}
+	for k := range s.sys {
+		delete(s.sys, k)
+	}
 }
 
 // EndsWithin tells whether a job of run time rt (> 0), started at now,

@@ -40,7 +40,7 @@ func (cy *cycle) enforceRuntime(jobs []*Job) {
 // started; ok false when none runs.
 func (cy *cycle) runningSince(j *Job) (time.Time, bool) {
 	var first time.Time
-	for _, a := range cy.byJob[j.Key()] {
+	for _, a := range cy.byJob[idOf(j)] {
 		if a.Live && a.Started && !a.StartedAt.IsZero() && (first.IsZero() || a.StartedAt.Before(first)) {
 			first = a.StartedAt
 		}

@@ -171,7 +171,7 @@ func (c *capacity) fitSystem(j *Job, missing []int, key string) fitResult {
 func (cy *cycle) placedOn(j *Job, gi int) map[string]bool {
 	g := &j.Groups[gi]
 	out := map[string]bool{}
-	for _, a := range cy.byJob[j.Key()] {
+	for _, a := range cy.byJob[idOf(j)] {
 		if a.Group == g.Name && ((a.Live && sameShape(a, g)) || (a.Complete && finishedCounts(j, a))) {
 			out[a.NodeID] = true
 		}
@@ -202,7 +202,7 @@ func (cy *cycle) holdDirectSystem(jobs []*Job) {
 			continue
 		}
 		cy.held[j.Key()] = true
-		for _, a := range cy.byJob[j.Key()] {
+		for _, a := range cy.byJob[idOf(j)] {
 			if a.Live {
 				acct.usage.Sub(allocVector(a))
 			}

@@ -2,7 +2,6 @@ package quota
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -48,12 +47,22 @@ func (v Vector) Sub(o Vector) {
 
 // Keys returns the resource names of v in a stable order.
 func (v Vector) Keys() []string {
-	keys := make([]string, 0, len(v))
+	return v.AppendKeys(make([]string, 0, len(v)))
+}
+
+// AppendKeys appends the resource names of v to dst in the order Keys
+// gives. Given room in dst it allocates nothing: hot paths pass a small
+// array's slice (a vector holds a handful of resources, so an insertion
+// sort is the cheap one).
+func (v Vector) AppendKeys(dst []string) []string {
+	start := len(dst)
 	for k := range v {
-		keys = append(keys, k)
+		dst = append(dst, k)
+		for i := len(dst) - 1; i > start && dst[i] < dst[i-1]; i-- {
+			dst[i], dst[i-1] = dst[i-1], dst[i]
+		}
 	}
-	sort.Strings(keys)
-	return keys
+	return dst
 }
 
 // String renders v as "cpu=500 memory=1024 nvidia/gpu/H200=2", skipping
