@@ -98,6 +98,19 @@ func (a *account) borrowable(r string) int64 {
 // checkLimit checks usage + req against the tenant's hard limits.
 func (a *account) checkLimit(req quota.Vector) Check {
 	c := Check{Name: "limit", OK: true, Tenant: a.t.Namespace}
+	a.limitAmounts(req, c.add)
+	return c.withMetaErr(a.t.Err)
+}
+
+// withinLimit is checkLimit(req).OK without the check's text.
+func (a *account) withinLimit(req quota.Vector) bool {
+	return a.limitAmounts(req, nil)
+}
+
+// limitAmounts passes each limited resource's amount of req to add (when
+// set) in name order and tells whether none is over its limit.
+func (a *account) limitAmounts(req quota.Vector, add func(Amount)) bool {
+	ok := true
 	var keys [8]string
 	for _, r := range req.AppendKeys(keys[:0]) {
 		lim, has := a.t.Limit[r]
@@ -107,15 +120,32 @@ func (a *account) checkLimit(req quota.Vector) Check {
 		am := Amount{Resource: r, Need: req[r], Used: a.usage[r], Cap: lim}
 		am.Over = am.Used+am.Need > lim
 		am.Never = am.Need > lim
-		c.add(am)
+		ok = ok && !am.Over
+		if add != nil {
+			add(am)
+		}
 	}
-	return c.withMetaErr(a.t.Err)
+	return ok
 }
 
 // checkQuota checks that req fits the tenant's unused nominal quota plus
 // what its cohort can lend.
 func (a *account) checkQuota(req quota.Vector) Check {
 	c := Check{Name: "quota", OK: true, Tenant: a.t.Namespace, Cohort: a.cohort.name}
+	a.quotaAmounts(req, c.add)
+	return c.withMetaErr(a.t.Err)
+}
+
+// withinQuota is checkQuota(req).OK without the check's text.
+func (a *account) withinQuota(req quota.Vector) bool {
+	return a.quotaAmounts(req, nil)
+}
+
+// quotaAmounts passes each governed resource's amount of req to add
+// (when set) in name order and tells whether none is over the tenant's
+// nominal quota plus what its cohort can lend.
+func (a *account) quotaAmounts(req quota.Vector, add func(Amount)) bool {
+	ok := true
 	var keys [8]string
 	for _, r := range req.AppendKeys(keys[:0]) {
 		if req[r] <= 0 || !a.cohort.governed[r] {
@@ -127,9 +157,12 @@ func (a *account) checkQuota(req quota.Vector) Check {
 			am.Over = am.Used+am.Need > am.Cap+am.Borrowable
 			am.Never = am.Over && am.Need > am.Cap+a.lendable(r)
 		}
-		c.add(am)
+		ok = ok && !am.Over
+		if add != nil {
+			add(am)
+		}
 	}
-	return c.withMetaErr(a.t.Err)
+	return ok
 }
 
 // computeShare sets the weighted dominant-resource share: the largest

@@ -66,7 +66,7 @@ type BorrowHold struct {
 func (cy *cycle) findBorrowHolds(q []queueEntry) {
 	cy.borrowHolds = map[*cohort]*borrowHold{}
 	heads := map[*cohort]*starvedHead{}
-	// none holds the tenant, class and shape of jobs found not to be
+	// none holds the tenant and shape of jobs found not to be
 	// starved heads: nothing this loop reads changes while it runs, so a
 	// backlog of like jobs is judged once per shape, not once per job.
 	none := map[string]bool{}
@@ -115,13 +115,15 @@ type starvedHead struct {
 	r      *reservation
 }
 
-// starvedHeadOf describes the job of queue entry e when it could run but for what its
-// cohort's other tenants borrow or for free nodes: its class is allowed,
+// starvedHeadOf describes the job of queue entry e when it could run but
+// for what its cohort's other tenants borrow or for free nodes: its class
+// is allowed,
 // it is not backing off, it stays within its limits, it needs no more
 // than the others could ever lend, and it fits its node pool when empty;
 // nil when it may be admitted now or never. Past the job's own state
-// (stopped, system, a bad run time, backing off), the answer depends only
-// on its tenant, class and shape: a nil one is kept in none under them.
+// (stopped, system, a bad run time, backing off) and its class, the
+// answer depends only on its tenant and shape: a nil one is kept in none
+// under them.
 func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]bool) *starvedHead {
 	j := e.j
 	if j.StoppedByUser || j.System || j.MaxRuntimeErr != "" {
@@ -130,10 +132,14 @@ func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]boo
 	if _, wait := cy.checkBackoff(j); wait {
 		return nil
 	}
+	if !cy.checkClass(j, acct).OK {
+		return nil
+	}
+	// Past the class, the answer depends on the tenant and shape only.
 	b := append(append(cy.keyBuf[:0], j.Namespace...), 0)
 	cy.keyBuf = nil
 	defer func() { cy.keyBuf = b }()
-	b = append(append(append(b, cy.className(j)...), 0), e.shape...)
+	b = append(b, e.shape...)
 	if none[string(b)] {
 		return nil
 	}
@@ -144,14 +150,11 @@ func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]boo
 	return h
 }
 
-// starvedShape is starvedHeadOf past the job's own state.
+// starvedShape is starvedHeadOf past the job's own state and class.
 func (cy *cycle) starvedShape(e *queueEntry, acct *account) *starvedHead {
 	j, missing, shape := e.j, e.missing, e.shape
-	if !cy.checkClass(j, acct).OK {
-		return nil
-	}
 	req := e.request()
-	if !acct.checkLimit(req).OK {
+	if !acct.withinLimit(req) {
 		return nil
 	}
 	for r, n := range req {
@@ -162,7 +165,7 @@ func (cy *cycle) starvedShape(e *queueEntry, acct *account) *starvedHead {
 	if cy.neverFits(j, missing, shape) != nil {
 		return nil
 	}
-	h := &starvedHead{j: j, acct: acct, borrow: !acct.checkQuota(req).OK}
+	h := &starvedHead{j: j, acct: acct, borrow: !acct.withinQuota(req)}
 	// Fitting free capacity now needs no reservation (a cheap first fit,
 	// undone; capacity only shrinks in a cycle, so a failure it caches
 	// stays true).

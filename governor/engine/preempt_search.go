@@ -85,7 +85,7 @@ func (s *trial) feasible(set []*victim) bool {
 	s.release(set, 1)
 	failed, cursor := cy.cap.failed, cy.cap.cursor
 	cy.cap.failed, cy.cap.cursor = map[string]string{}, map[string]int{}
-	ok := s.acct.checkLimit(s.req).OK && s.acct.checkQuota(s.req).OK
+	ok := s.acct.withinLimit(s.req) && s.acct.withinQuota(s.req)
 	if ok {
 		fit := cy.cap.fitKeyed(s.j, s.missing, "\x00sim")
 		if ok = fit.ok; ok {

@@ -9,10 +9,10 @@ import (
 	"github.com/allot-sh/allot/governor/quota"
 )
 
-// queue returns the held jobs in queue order: class priority (highest
-// first), then the tenant's weighted dominant share (lowest first), then
-// queued-at (oldest first), then namespace and ID.
-func (cy *cycle) queue(jobs []*Job) []*Job {
+// queue returns the held jobs' entries in queue order: class priority
+// (highest first), then the tenant's weighted dominant share (lowest
+// first), then queued-at (oldest first), then namespace and ID.
+func (cy *cycle) queue(jobs []*Job) byQueue {
 	owed := cy.owedPreemptors(jobs)
 	q := make(byQueue, 0, len(jobs))
 	for _, j := range jobs {
@@ -23,18 +23,15 @@ func (cy *cycle) queue(jobs []*Job) []*Job {
 			cy.decide(j, Forget, "stopped by its user while queued: removed from the queue")
 			continue
 		}
-		e := queueEntry{j: j, owed: owed[j.Key()], prio: cy.cfg.Classes[cy.className(j)].Priority}
+		key := j.Key()
+		e := queueEntry{j: j, key: key, owed: owed[key], prio: cy.cfg.Classes[cy.className(j)].Priority}
 		if a := cy.accts[j.Namespace]; a != nil {
 			e.share = a.share
 		}
 		q = append(q, e)
 	}
 	sort.Sort(q)
-	out := make([]*Job, len(q))
-	for i := range q {
-		out[i] = q[i].j
-	}
-	return out
+	return q
 }
 
 // queueEntry is a held job with what orders it.
@@ -87,16 +84,14 @@ func (q byQueue) Less(a, b int) bool {
 // admitQueue walks the queue once and admits every job whose checks all
 // pass; the others stay queued with their first failing check as reason.
 // Shares are recomputed after each admission (fairwalk.go), so positions
-// follow the walk, not q's static order.
-func (cy *cycle) admitQueue(q []*Job) {
+// follow the walk, not the entries' static order.
+func (cy *cycle) admitQueue(entries byQueue) {
 	tenantPos := map[string]int{}
-	cy.plan.Queue = make([]Verdict, 0, len(q))
-	entries := make(byQueue, len(q))
-	for i, j := range q {
-		missing := cy.missing(j)
-		entries[i] = queueEntry{j: j, prio: cy.cfg.Classes[cy.className(j)].Priority,
-			key: j.Key(), missing: missing, shape: shapeKey(j, missing)}
-		entries[i].owed = cy.pre.owed[entries[i].key]
+	cy.plan.Queue = make([]Verdict, 0, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		e.missing = cy.missing(e.j)
+		e.shape = shapeKey(e.j, e.missing)
 	}
 	cy.findBorrowHolds(entries)
 	walk := cy.newFairWalk(entries)
