@@ -178,7 +178,9 @@ func envInt(b *testing.B, name string, def int) int {
 // "plain", not governed), 8 at a time, into a node pool without nodes.
 // Reported: jobs/s each way and their ratio (proxy ÷ direct). Run with
 // -benchtime 1x. Also reported: the governor's CPU time per proxied job
-// (process CPU over the proxy side). ALLOT_THROUGHPUT_JOBS sets the jobs
+// (process CPU over the proxy side) and each side's registration round
+// trips (p50, p99, max in ms: whether a slow side is slow throughout or
+// held up by a few requests). ALLOT_THROUGHPUT_JOBS sets the jobs
 // per side (400);
 // ALLOT_THROUGHPUT_BACKLOG fills the governor's queue first with that many
 // held jobs through the proxy (0), waiting until the governor's queue
@@ -217,19 +219,20 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	var ratio, viaProxy, viaNomad float64
 	var cpu time.Duration
 	var cyc cycleStats
+	var directTook, proxyTook latencies
 	for i := 0; i < b.N; i++ {
 		if settle {
 			waitEvaluated(b, c)
 		}
 		start := time.Now()
-		fillNS(b, direct, "plain", fmt.Sprintf("d%d", i), jobs)
+		directTook = fillNS(b, direct, "plain", fmt.Sprintf("d%d", i), jobs)
 		viaNomad = float64(jobs) / time.Since(start).Seconds()
 		if settle {
 			waitEvaluated(b, c)
 		}
 		cpu0, cyc0 := procCPU(b, g.PID()), readCycleStats(b, g.Addr)
 		start = time.Now()
-		fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), jobs)
+		proxyTook = fillNS(b, proxy, "team", fmt.Sprintf("p%d", i), jobs)
 		wall := time.Since(start)
 		viaProxy = float64(jobs) / wall.Seconds()
 		cpu = procCPU(b, g.PID()) - cpu0
@@ -243,6 +246,13 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 	b.ReportMetric(ms(cpu)/float64(jobs), "governor-cpu-ms/job")
 	b.ReportMetric(cyc.perSecond, "cycles/s")
 	b.ReportMetric(cyc.busy, "cycle-busy")
+	for _, q := range []struct {
+		name string
+		q    float64
+	}{{"p50", 0.5}, {"p99", 0.99}, {"max", 1}} {
+		b.ReportMetric(directTook.quantile(q.q), "direct-"+q.name+"-ms")
+		b.ReportMetric(proxyTook.quantile(q.q), "proxy-"+q.name+"-ms")
+	}
 	if path := os.Getenv("ALLOT_PROXY_CPUPROFILE"); path != "" {
 		profileProxy(b, g.Addr, proxy, path)
 	}
@@ -306,9 +316,10 @@ func profileProxy(b *testing.B, addr string, proxy *api.Client, path string) {
 }
 
 // fillNS registers n jobs named prefix-i in namespace ns with 8 workers.
-func fillNS(b *testing.B, client *api.Client, ns, prefix string, n int) {
+func fillNS(b *testing.B, client *api.Client, ns, prefix string, n int) latencies {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
+	took := make(latencies, n)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -316,10 +327,12 @@ func fillNS(b *testing.B, client *api.Client, ns, prefix string, n int) {
 			for i := w; i < n; i += 8 {
 				j := gpuJob(fmt.Sprintf("%s-%05d", prefix, i))
 				j.Namespace = &ns
+				start := time.Now()
 				if _, _, err := client.Jobs().Register(j, nil); err != nil {
 					errs <- err
 					return
 				}
+				took[i] = time.Since(start)
 			}
 		}(w)
 	}
@@ -328,6 +341,27 @@ func fillNS(b *testing.B, client *api.Client, ns, prefix string, n int) {
 	for err := range errs {
 		b.Fatal(err)
 	}
+	return took
+}
+
+// latencies are the registrations' round trips, one per job.
+type latencies []time.Duration
+
+// quantile is the q-quantile (nearest rank) in milliseconds.
+func (l latencies) quantile(q float64) float64 {
+	s := append(latencies(nil), l...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	if len(s) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(s))+0.5) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(s) {
+		i = len(s) - 1
+	}
+	return ms(s[i])
 }
 
 // waitQueued waits until the governor's queue (GET /allot/v1/queue, a
