@@ -300,3 +300,16 @@ func TestBorrowHoldJudgesEachJobsOwnState(t *testing.T) {
 	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
 	must.StrContains(t, p.Verdicts["a/first"].Reason, "backoff")
 }
+// TestBorrowHoldSkipsAClassTheTenantMayNotUse: the starved-head pass
+// settles a tenant and shape once, but only past the class check: an
+// older like gang of a class its tenant may not use is no head and does
+// not settle the shape for the tenant's allowed gang, which still holds
+// the cohort's lending.
+func TestBorrowHoldSkipsAClassTheTenantMayNotUse(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	denied := gpuJob("a", "denied", "production", 8)
+	denied.QueuedAt = now.Add(-2 * time.Hour)
+	p := Decide(testConfig(), borrowScene(60).queue(denied).snap())
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
+	must.StrHasPrefix(t, "class:", p.Verdicts["a/denied"].Reason)
+}
