@@ -300,6 +300,7 @@ func TestBorrowHoldJudgesEachJobsOwnState(t *testing.T) {
 	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
 	must.StrContains(t, p.Verdicts["a/first"].Reason, "backoff")
 }
+
 // TestBorrowHoldSkipsAClassTheTenantMayNotUse: the starved-head pass
 // settles a tenant and shape once, but only past the class check: an
 // older like gang of a class its tenant may not use is no head and does
