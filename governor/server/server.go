@@ -92,6 +92,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Debug {
 		mux.HandleFunc("/debug/pprof/", s.management(pprof.Index))
 		mux.HandleFunc("/debug/pprof/profile", s.management(pprof.Profile))
+		mux.HandleFunc("/debug/pprof/trace", s.management(pprof.Trace))
 	}
 	if s.Metrics != nil {
 		mux.HandleFunc("/metrics", s.metrics)

@@ -254,19 +254,22 @@ func BenchmarkE2E_ProxyThroughput(b *testing.B) {
 		b.ReportMetric(proxyTook.quantile(q.q), "proxy-"+q.name+"-ms")
 	}
 	if path := os.Getenv("ALLOT_PROXY_CPUPROFILE"); path != "" {
-		profileProxy(b, g.Addr, proxy, path)
+		profileProxy(b, g.Addr, proxy, "profile?seconds=10", path)
+	}
+	if path := os.Getenv("ALLOT_PROXY_TRACE"); path != "" {
+		profileProxy(b, g.Addr, proxy, "trace?seconds=5", path)
 	}
 }
 
 // throughputArgs are the governor's extra arguments: ALLOT_GOVERNOR_LOG_LEVEL
-// overrides testcluster's debug log level; ALLOT_PROXY_CPUPROFILE turns on
-// the governor's profiler (enable_debug).
+// overrides testcluster's debug log level; ALLOT_PROXY_CPUPROFILE and
+// ALLOT_PROXY_TRACE turn on the governor's profiler (enable_debug).
 func throughputArgs(b *testing.B) []string {
 	var args []string
 	if lvl := os.Getenv("ALLOT_GOVERNOR_LOG_LEVEL"); lvl != "" {
 		args = append(args, "-log-level", lvl)
 	}
-	if os.Getenv("ALLOT_PROXY_CPUPROFILE") != "" {
+	if os.Getenv("ALLOT_PROXY_CPUPROFILE") != "" || os.Getenv("ALLOT_PROXY_TRACE") != "" {
 		cfg := filepath.Join(b.TempDir(), "debug.hcl")
 		if err := os.WriteFile(cfg, []byte("enable_debug = true\n"), 0o600); err != nil {
 			b.Fatal(err)
@@ -276,12 +279,13 @@ func throughputArgs(b *testing.B) []string {
 	return args
 }
 
-// profileProxy takes a 10-second CPU profile of the governor while
+// profileProxy takes a profile of the governor (what, a /debug/pprof/
+// endpoint with its query: a CPU profile or an execution trace) while
 // submissions keep coming through the proxy (not timed), into path.
-func profileProxy(b *testing.B, addr string, proxy *api.Client, path string) {
+func profileProxy(b *testing.B, addr string, proxy *api.Client, what, path string) {
 	done := make(chan error, 1)
 	go func() {
-		resp, err := http.Get(addr + "/debug/pprof/profile?seconds=10")
+		resp, err := http.Get(addr + "/debug/pprof/" + what)
 		if err != nil {
 			done <- err
 			return
