@@ -114,7 +114,11 @@ func (h tenantHeap) Swap(a, b int) {
 	h.qs[a], h.qs[b] = h.qs[b], h.qs[a]
 	h.qs[a].at, h.qs[b].at = a, b
 }
-func (h *tenantHeap) Push(x any) { panic("tenantHeap: push") }
+func (h *tenantHeap) Push(x any) {
+	tq := x.(*tenantQueue)
+	tq.at = len(h.qs)
+	h.qs = append(h.qs, tq)
+}
 func (h *tenantHeap) Pop() any {
 	last := h.qs[len(h.qs)-1]
 	h.qs = h.qs[:len(h.qs)-1]
