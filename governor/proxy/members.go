@@ -38,9 +38,11 @@ func objectMembers(data []byte) ([]member, bool) {
 		}
 		m := member{start: i}
 		keyEnd := skipString(data, i)
-		if json.Unmarshal(data[i:keyEnd], &m.key) != nil {
+		key, ok := jsonString(data[i:keyEnd])
+		if !ok {
 			return nil, false
 		}
+		m.key = key
 		i = skipSpace(data, keyEnd)
 		if i >= len(data) || data[i] != ':' {
 			return nil, false
@@ -57,6 +59,39 @@ func objectMembers(data []byte) ([]member, bool) {
 			return nil, false
 		}
 	}
+}
+
+// jsonString decodes quoted, a JSON string with its quotes, as
+// encoding/json does. One without escapes, control characters or
+// invalid UTF-8 is its bytes (encoding/json's own shortcut, without its
+// cost per key); any other is decoded by encoding/json.
+func jsonString(quoted []byte) (string, bool) {
+	if n := len(quoted); n >= 2 && quoted[0] == '"' && quoted[n-1] == '"' && plain(quoted[1:n-1]) {
+		return string(quoted[1 : n-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(quoted, &s) == nil
+}
+
+// plain tells whether b needs no unquoting: no quote, backslash or
+// control character, and valid UTF-8.
+func plain(b []byte) bool {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c == '"' || c == '\\' || c < ' ' {
+			return false
+		}
+		if c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return false
+		}
+		i += size
+	}
+	return true
 }
 
 func skipSpace(data []byte, i int) int {
@@ -121,11 +156,16 @@ func (s *submission) rewrite(j *api.Job) ([][]byte, error) {
 	if !ok {
 		return nil, badRequest("the Job member is not a JSON object")
 	}
+	// Folded once here, not per member and field.
+	folded := make([]string, len(set))
+	for i, f := range set {
+		folded[i] = fold(f.key)
+	}
 	out := make([][]byte, 0, 2*len(members)+8)
 	out = append(out, s.first[:s.job.value], []byte{'{'})
 	n := 0
 	for _, m := range members {
-		if replaced(m.key, set) {
+		if replaced(fold(m.key), folded) {
 			continue
 		}
 		if n++; n > 1 {
@@ -154,10 +194,11 @@ type field struct {
 	val any
 }
 
-// replaced tells whether Nomad would read key as one of the fields set.
-func replaced(key string, set []field) bool {
-	for _, f := range set {
-		if sameKey(key, f.key) {
+// replaced tells whether Nomad would read a key as one of the fields
+// set: key and folded (the fields' names) are folded (fold).
+func replaced(key string, folded []string) bool {
+	for _, f := range folded {
+		if key == f {
 			return true
 		}
 	}

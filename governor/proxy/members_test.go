@@ -203,3 +203,25 @@ func (c countingConn) Write(b []byte) (int, error) {
 	c.writes.Add(1)
 	return c.Conn.Write(b)
 }
+
+// FuzzJSONString: jsonString decodes a quoted key exactly as
+// encoding/json does (which Nomad decodes with): the same string, and
+// refused where encoding/json refuses it.
+func FuzzJSONString(f *testing.F) {
+	for _, seed := range []string{`"Job"`, `""`, `"Met\u0061"`, `"ſtop"`, "\"a\xffb\"", "\"tab\there\"", `"a\"b"`,
+		`"\ud800"`, `"unterminated`, `"`, `x"y"`, "\"\xe2\x82\"", `"Priority"`, `"日本"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, quoted []byte) {
+		var want string
+		werr := json.Unmarshal(quoted, &want)
+		if len(quoted) == 0 || quoted[0] != '"' {
+			return // objectMembers passes only what starts a JSON string
+		}
+		got, ok := jsonString(quoted)
+		must.Eq(t, werr == nil, ok, must.Sprintf("%q: %v", quoted, werr))
+		if ok {
+			must.Eq(t, want, got, must.Sprintf("%q", quoted))
+		}
+	})
+}
