@@ -98,64 +98,70 @@ func (a *account) borrowable(r string) int64 {
 // checkLimit checks usage + req against the tenant's hard limits.
 func (a *account) checkLimit(req quota.Vector) Check {
 	c := Check{Name: "limit", OK: true, Tenant: a.t.Namespace}
-	a.limitAmounts(req, c.add)
+	eachAmount(req, a.limitAmount, c.add)
 	return c.withMetaErr(a.t.Err)
 }
 
 // withinLimit is checkLimit(req).OK without the check's text.
 func (a *account) withinLimit(req quota.Vector) bool {
-	return a.limitAmounts(req, nil)
+	return eachAmount(req, a.limitAmount, nil)
 }
 
-// limitAmounts passes each limited resource's amount of req to add (when
-// set) in name order and tells whether none is over its limit.
-func (a *account) limitAmounts(req quota.Vector, add func(Amount)) bool {
-	ok := true
-	var keys [8]string
-	for _, r := range req.AppendKeys(keys[:0]) {
-		lim, has := a.t.Limit[r]
-		if req[r] <= 0 || !has || !a.cohort.governed[r] {
-			continue
-		}
-		am := Amount{Resource: r, Need: req[r], Used: a.usage[r], Cap: lim}
-		am.Over = am.Used+am.Need > lim
-		am.Never = am.Need > lim
-		ok = ok && !am.Over
-		if add != nil {
-			add(am)
-		}
+// limitAmount is the amount of n more of resource r against the
+// tenant's hard limit; false when no limit applies to r.
+func (a *account) limitAmount(r string, n int64) (Amount, bool) {
+	lim, has := a.t.Limit[r]
+	if !has || !a.cohort.governed[r] {
+		return Amount{}, false
 	}
-	return ok
+	am := Amount{Resource: r, Need: n, Used: a.usage[r], Cap: lim}
+	am.Over = am.Used+am.Need > lim
+	am.Never = am.Need > lim
+	return am, true
 }
 
 // checkQuota checks that req fits the tenant's unused nominal quota plus
 // what its cohort can lend.
 func (a *account) checkQuota(req quota.Vector) Check {
 	c := Check{Name: "quota", OK: true, Tenant: a.t.Namespace, Cohort: a.cohort.name}
-	a.quotaAmounts(req, c.add)
+	eachAmount(req, a.quotaAmount, c.add)
 	return c.withMetaErr(a.t.Err)
 }
 
 // withinQuota is checkQuota(req).OK without the check's text.
 func (a *account) withinQuota(req quota.Vector) bool {
-	return a.quotaAmounts(req, nil)
+	return eachAmount(req, a.quotaAmount, nil)
 }
 
-// quotaAmounts passes each governed resource's amount of req to add
-// (when set) in name order and tells whether none is over the tenant's
-// nominal quota plus what its cohort can lend.
-func (a *account) quotaAmounts(req quota.Vector, add func(Amount)) bool {
+// quotaAmount is the amount of n more of resource r against the tenant's
+// nominal quota plus what its cohort can lend; false when r is not
+// governed.
+func (a *account) quotaAmount(r string, n int64) (Amount, bool) {
+	if !a.cohort.governed[r] {
+		return Amount{}, false
+	}
+	am := Amount{Resource: r, Need: n, Used: a.usage[r], Cap: a.t.Quota[r], Borrowable: -1}
+	if am.Used+am.Need > am.Cap {
+		am.Borrowable = a.borrowable(r)
+		am.Over = am.Used+am.Need > am.Cap+am.Borrowable
+		am.Never = am.Over && am.Need > am.Cap+a.lendable(r)
+	}
+	return am, true
+}
+
+// eachAmount passes the amount of each positive resource of req that
+// amountOf judges to add (when set), in name order, and tells whether
+// none is over.
+func eachAmount(req quota.Vector, amountOf func(r string, n int64) (Amount, bool), add func(Amount)) bool {
 	ok := true
 	var keys [8]string
 	for _, r := range req.AppendKeys(keys[:0]) {
-		if req[r] <= 0 || !a.cohort.governed[r] {
+		if req[r] <= 0 {
 			continue
 		}
-		am := Amount{Resource: r, Need: req[r], Used: a.usage[r], Cap: a.t.Quota[r], Borrowable: -1}
-		if am.Used+am.Need > am.Cap {
-			am.Borrowable = a.borrowable(r)
-			am.Over = am.Used+am.Need > am.Cap+am.Borrowable
-			am.Never = am.Over && am.Need > am.Cap+a.lendable(r)
+		am, applies := amountOf(r, req[r])
+		if !applies {
+			continue
 		}
 		ok = ok && !am.Over
 		if add != nil {

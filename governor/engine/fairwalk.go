@@ -61,6 +61,11 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 		w.seen[a] = a.version
 		w.cohorts[a.cohort] = a.cohort.version
 	}
+	if len(w.tiers) > 0 {
+		// The first tier; next starts each later one as the one before
+		// empties.
+		w.startTier()
+	}
 	return w
 }
 
@@ -69,11 +74,8 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 // the log of the tenants, not a look at each.
 func (w *fairWalk) next() *queueEntry {
 	w.refresh()
-	for w.heap.w == nil || len(w.heap.qs) == 0 {
-		if w.heap.w != nil {
-			w.tier++
-		}
-		if w.tier >= len(w.tiers) {
+	for len(w.heap.qs) == 0 {
+		if w.tier++; w.tier >= len(w.tiers) {
 			return nil
 		}
 		w.startTier()
