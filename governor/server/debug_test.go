@@ -9,7 +9,9 @@ import (
 
 // TestDebugProfilerManagementOnly: with Debug on, the profiler's index,
 // CPU profile and execution trace answer a management token only; with
-// it off they are not mounted.
+// it off they are not mounted. A duration that is not a number of
+// seconds in (0, 60] is refused (Go's profiler would take it as its
+// default, or run as long as asked).
 func TestDebugProfilerManagementOnly(t *testing.T) {
 	paths := []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=0.05"}
 	_, on := testServer(t, samplePlan(), true, func(s *Server) { s.Debug = true })
@@ -29,15 +31,16 @@ func TestDebugProfilerManagementOnly(t *testing.T) {
 	for _, tc := range cases {
 		for _, path := range paths {
 			t.Run(tc.name+" "+path, func(t *testing.T) {
-				req, err := http.NewRequest(http.MethodGet, tc.base+path, nil)
-				must.NoError(t, err)
-				if tc.token != "" {
-					req.Header.Set("X-Nomad-Token", tc.token)
-				}
-				resp, err := http.DefaultClient.Do(req)
-				must.NoError(t, err)
-				resp.Body.Close()
-				must.Eq(t, tc.want, resp.StatusCode)
+				status, _ := get(t, tc.base+path, tc.token)
+				must.Eq(t, tc.want, status)
+			})
+		}
+	}
+	for _, bad := range []string{"abc", "-1", "0", "NaN", "1e999", "3600", "%00", ""} {
+		for _, what := range []string{"profile", "trace", "heap"} {
+			t.Run("seconds="+bad+" "+what, func(t *testing.T) {
+				status, _ := get(t, on.URL+"/debug/pprof/"+what+"?seconds="+bad, "root")
+				must.Eq(t, http.StatusBadRequest, status)
 			})
 		}
 	}

@@ -90,9 +90,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/healthz", s.health)
 	mux.HandleFunc("/readyz", s.ready)
 	if s.Debug {
-		mux.HandleFunc("/debug/pprof/", s.management(pprof.Index))
-		mux.HandleFunc("/debug/pprof/profile", s.management(pprof.Profile))
-		mux.HandleFunc("/debug/pprof/trace", s.management(pprof.Trace))
+		mux.HandleFunc("/debug/pprof/", s.management(profileSeconds(pprof.Index)))
+		mux.HandleFunc("/debug/pprof/profile", s.management(profileSeconds(pprof.Profile)))
+		mux.HandleFunc("/debug/pprof/trace", s.management(profileSeconds(pprof.Trace)))
 	}
 	if s.Metrics != nil {
 		mux.HandleFunc("/metrics", s.metrics)
