@@ -33,7 +33,9 @@ const idleMark = 12
 // measures how long a queued gang was no larger than the free GPUs (a
 // move could have let it run) and those free GPU-hours, and the job-size
 // floor (sizeFloor: what even free preemption could not avoid with the
-// jobs at hand). SPLIT_TENANT=1 splits what tenants lack by tenant too.
+// jobs at hand) and, per tenant, the GPUs it held against its
+// entitlement and against the most a subset of its jobs could hold
+// without exceeding the entitlement. SPLIT_TENANT=1 splits what tenants lack by tenant too.
 // Run from the repository root:
 //
 //	SIMGRID_ROWS=1.2:3,1.5:1 GOMAXPROCS=1 go test -tags simgrid -run '^TestShareErrorSplit$' -v -timeout 30m ./governor/sim/report/
@@ -58,6 +60,7 @@ func TestShareErrorSplit(t *testing.T) {
 // beyond their entitlement over the cycles of a run.
 type errMeter struct {
 	gpus      int
+	first     time.Time
 	last      time.Time
 	names     []string
 	weights   []int
@@ -75,6 +78,12 @@ type errMeter struct {
 	total     float64
 	lastFloor float64 // Σ over tenants of the nearest any subset of its jobs comes to its entitlement
 	floor     float64
+	// Per tenant (names order), GPU-seconds entitled, held, and reachable:
+	// the largest sum of a subset of its unfinished jobs' GPU counts that
+	// stays within its entitlement (what a scheduler could give it without
+	// giving it more than its share).
+	lastTen, lastHeld, lastReach []float64
+	ten, got, reach              []float64
 }
 
 func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
@@ -89,12 +98,23 @@ func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
 		}
 		m.entSum += m.lastEnt * dt
 		m.floor += m.lastFloor * dt
+		for i := range m.lastTen {
+			if snap.Now.Sub(m.first) > sim.Week {
+				break // the per-tenant figures cover the submission span, as the report's
+			}
+			m.ten[i] += m.lastTen[i] * dt
+			m.got[i] += m.lastHeld[i] * dt
+			m.reach[i] += m.lastReach[i] * dt
+		}
 		if m.lastGang {
 			m.gangTime += dt
 			m.gangFree += m.lastFree * dt
 		}
 	}
 	m.last = snap.Now
+	if m.first.IsZero() {
+		m.first = snap.Now
+	}
 	if m.names == nil {
 		for ns := range snap.Tenants {
 			m.names = append(m.names, ns)
@@ -113,7 +133,14 @@ func (m *errMeter) cycle(snap *engine.Snapshot, plan *engine.Plan) {
 		}
 	}
 	ent := sim.FairShare(m.gpus, m.weights, claim)
-	m.lastFloor = m.sizeFloor(snap, ent)
+	m.lastFloor, m.lastReach = m.sizeFloor(snap, ent)
+	if m.ten == nil {
+		m.ten, m.got, m.reach = make([]float64, len(m.names)), make([]float64, len(m.names)), make([]float64, len(m.names))
+	}
+	m.lastTen, m.lastHeld = ent, make([]float64, len(held))
+	for i, h := range held {
+		m.lastHeld[i] = float64(h)
+	}
 	busy := 0
 	for _, h := range held {
 		busy += h
@@ -170,8 +197,9 @@ func (m *errMeter) heldAndDemand(snap *engine.Snapshot) (held, demand []int) {
 // sizeFloor is the share error no scheduler could avoid at this instant
 // with these jobs: per tenant, the distance from its entitlement to the
 // nearest sum of a subset of its unfinished jobs' GPU counts (free
-// preemption, no placement, no capacity limit: a lower bound).
-func (m *errMeter) sizeFloor(snap *engine.Snapshot, ent []float64) float64 {
+// preemption, no placement, no capacity limit: a lower bound). It also
+// returns per tenant the largest such sum within the entitlement.
+func (m *errMeter) sizeFloor(snap *engine.Snapshot, ent []float64) (float64, []float64) {
 	counts := map[string]map[int]int{}
 	for _, j := range snap.Jobs {
 		if j.Dead {
@@ -183,16 +211,35 @@ func (m *errMeter) sizeFloor(snap *engine.Snapshot, ent []float64) float64 {
 		counts[j.Namespace][gpusOf(j)]++
 	}
 	var floor float64
+	within := make([]float64, len(m.names))
 	for i, ns := range m.names {
-		floor += nearestSubsetSum(counts[ns], ent[i], m.gpus)
+		reach := subsetSums(counts[ns], m.gpus)
+		floor += nearestSum(reach, ent[i])
+		for s := int(ent[i]); s >= 0; s-- {
+			if reach[s] {
+				within[i] = float64(s)
+				break
+			}
+		}
 	}
-	return floor
+	return floor, within
 }
 
-// nearestSubsetSum is min |S − target| over the sums S ≤ limit of
-// subsets of a multiset of sizes (size → count), by a bounded knapsack
-// with the counts split in powers of two.
-func nearestSubsetSum(counts map[int]int, target float64, limit int) float64 {
+// nearestSum is min |S − target| over the sums S reach marks.
+func nearestSum(reach []bool, target float64) float64 {
+	best := target
+	for s, ok := range reach {
+		if d := math.Abs(float64(s) - target); ok && d < best {
+			best = d
+		}
+	}
+	return best
+}
+
+// subsetSums marks the sums S ≤ limit of subsets of a multiset of sizes
+// (size → count), by a bounded knapsack with the counts split in powers
+// of two.
+func subsetSums(counts map[int]int, limit int) []bool {
 	reach := make([]bool, limit+1)
 	reach[0] = true
 	for size, n := range counts {
@@ -207,13 +254,7 @@ func nearestSubsetSum(counts map[int]int, target float64, limit int) float64 {
 			}
 		}
 	}
-	best := target
-	for s, ok := range reach {
-		if d := math.Abs(float64(s) - target); ok && d < best {
-			best = d
-		}
-	}
-	return best
+	return reach
 }
 
 // smallestQueuedGang is the GPU count of the smallest queued multi-node
@@ -289,8 +330,8 @@ func (m *errMeter) print() {
 	fmt.Printf("job-size floor (nearest subset of each tenant's jobs to its entitlement): %.3f\n", m.floor/m.entSum)
 	fmt.Printf("a queued gang no larger than the free GPUs: %.0f %% of the time, %.3f of all GPU-time free then\n",
 		100*m.gangTime/m.total, m.gangFree/(float64(m.gpus)*m.total))
-	for _, ns := range m.names {
-		fmt.Printf("beyond  %-10s %.3f\n", ns, m.over[ns]/m.entSum)
+	for i, ns := range m.names {
+		fmt.Printf("beyond  %-10s %.3f   held ÷ entitled %.3f, ÷ reachable within it %.3f\n", ns, m.over[ns]/m.entSum, m.got[i]/m.ten[i], m.got[i]/m.reach[i])
 	}
 	for _, r := range rows[:minInt(len(rows), 24)] {
 		fmt.Printf("lacking %-40s %.3f\n", r.k, r.v/m.entSum)
