@@ -89,6 +89,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "reclaim", Usage: "override which borrowers a reclaim may take: any or checkpointed (allot; default: the governor's, any; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
+			&cli.BoolFlag{Name: "checkpoint-on-stop", Usage: "jobs save a checkpoint when stopped, as ckpt driver tasks do on request: a preemption loses no work (all policies; default: work since the last periodic checkpoint is lost)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
 		Action: runAction,
 	}
@@ -128,6 +129,7 @@ func runAction(c *cli.Context) error {
 	if opts.StopDelay, err = durationUpTo(c, "stop-delay", gsim.MaxDelay); err != nil {
 		return err
 	}
+	opts.CheckpointOnStop = c.Bool("checkpoint-on-stop")
 	if c.IsSet("starvation-timeout") {
 		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")
 	}

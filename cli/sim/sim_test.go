@@ -50,6 +50,31 @@ func TestStartDelayLengthensEveryJob(t *testing.T) {
 	must.GreaterEq(t, at.Completion.Mean+30*time.Minute, later.Completion.Mean)
 }
 
+// TestCheckpointOnStopLosesNoWork: under contention both preempting
+// policies throw work away; with -checkpoint-on-stop they still preempt
+// but lose none of it.
+func TestCheckpointOnStopLosesNoWork(t *testing.T) {
+	runs := func(args ...string) map[gsim.Policy]gsim.Summary {
+		code, out, errOut := run(append([]string{"run", "-cluster", small, "-jobs", "300", "-span", "24h", "-load", "1.5",
+			"-policies", "nomad-priority,allot", "-json"}, args...)...)
+		must.EqOp(t, 0, code, must.Sprint(errOut))
+		var sums []gsim.Summary
+		must.NoError(t, json.Unmarshal([]byte(out), &sums))
+		byPolicy := map[gsim.Policy]gsim.Summary{}
+		for _, s := range sums {
+			byPolicy[s.Policy] = s
+		}
+		must.MapLen(t, 2, byPolicy)
+		return byPolicy
+	}
+	periodic, onStop := runs(), runs("-checkpoint-on-stop")
+	for _, p := range []gsim.Policy{gsim.NomadPriority, gsim.Allot} {
+		must.Positive(t, periodic[p].LostGPUHours, must.Sprintf("%s without the flag", p))
+		must.Positive(t, onStop[p].Preemptions, must.Sprintf("%s with the flag", p))
+		must.Eq(t, 0.0, onStop[p].LostGPUHours, must.Sprintf("%s with the flag", p))
+	}
+}
+
 func TestGenerateThenReplayTheTrace(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "w.jsonl")
 	code, _, errOut := run("generate", "-cluster", small, "-jobs", "80", "-span", "12h", "-out", trace)
