@@ -162,7 +162,11 @@ func runAction(c *cli.Context) error {
 		}
 		return cmdutil.JSON(c.App.Writer, out)
 	}
-	fmt.Fprintf(c.App.Writer, "Cluster: %s (%d GPUs); %d jobs\n\n", sc.Spec, sc.Spec.GPUs(), len(sc.Jobs))
+	fmt.Fprintf(c.App.Writer, "Cluster: %s (%d GPUs); %d jobs", sc.Spec, sc.Spec.GPUs(), len(sc.Jobs))
+	if opts.CheckpointOnStop {
+		fmt.Fprint(c.App.Writer, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work")
+	}
+	fmt.Fprint(c.App.Writer, "\n\n")
 	report.Tables(c.App.Writer, runs)
 	for _, r := range runs {
 		fmt.Fprintf(c.App.Writer, "%s: simulated %.0f h in %.2f s (%d governor cycles)\n", r.Summary.Policy, r.Result.End.Hours(), r.Wall.Seconds(), r.Result.Cycles)

@@ -68,6 +68,12 @@ func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 		return byPolicy
 	}
 	periodic, onStop := runs(), runs("-checkpoint-on-stop")
+	code, out, errOut := run("run", "-cluster", small, "-jobs", "20", "-span", "6h", "-policies", "allot", "-checkpoint-on-stop")
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	must.StrContains(t, out, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work\n")
+	code, out, errOut = run("run", "-cluster", small, "-jobs", "20", "-span", "6h", "-policies", "allot")
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	must.StrNotContains(t, out, "checkpoint-on-stop", must.Sprint("the default says nothing of it"))
 	for _, p := range []gsim.Policy{gsim.NomadPriority, gsim.Allot} {
 		must.Positive(t, periodic[p].LostGPUHours, must.Sprintf("%s without the flag", p))
 		must.Positive(t, onStop[p].Preemptions, must.Sprintf("%s with the flag", p))
