@@ -87,6 +87,8 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
 			&cli.DurationFlag{Name: "requeue-rest", Usage: "override the engine's requeue rest (allot; default: the governor's, none; see docs/governor.md)"},
 			&cli.StringFlag{Name: "reclaim", Usage: "override which borrowers a reclaim may take: any or checkpointed (allot; default: the governor's, any; see docs/governor.md)"},
+			&cli.Float64Flag{Name: "fair-share-gap", Usage: "override how far above the preemptor's tenant's weighted share a fair-share victim's tenant must stay (allot; default: the governor's, 0.1; see docs/governor.md)"},
+			&cli.StringFlag{Name: "fair-share-classes", Usage: "override which classes a fair-share preemption may take: not-above or any (allot; default: the governor's, not-above; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
 			&cli.BoolFlag{Name: "checkpoint-on-stop", Usage: "jobs save a checkpoint when stopped, as ckpt driver tasks do on request: a preemption loses no work (all policies; default: work since the last periodic checkpoint is lost)"},
@@ -103,6 +105,43 @@ func durationUpTo(c *cli.Context, name string, most time.Duration) (time.Duratio
 		return 0, cmdutil.UsageError(c, "-%s must be between 0 and %v", name, most)
 	}
 	return d, nil
+}
+
+// engineFlags applies the flags that override the governor's engine
+// settings (allot's policy) to opts, refusing values the governor's
+// config would refuse.
+func engineFlags(c *cli.Context, opts *gsim.Options) error {
+	ec, err := &opts.Engine, error(nil)
+	if c.IsSet("starvation-timeout") {
+		ec.StarvationTimeout = c.Duration("starvation-timeout")
+	}
+	if c.IsSet("requeue-rest") {
+		if ec.RequeueRest, err = durationUpTo(c, "requeue-rest", gsim.MaxRequeueRest); err != nil {
+			return err
+		}
+	}
+	if c.IsSet("reclaim") {
+		switch mode := c.String("reclaim"); mode {
+		case gsim.ReclaimAny, gsim.ReclaimCheckpointed:
+			ec.Reclaim = mode
+		default:
+			return cmdutil.UsageError(c, "-reclaim %q: must be %q or %q", mode, gsim.ReclaimAny, gsim.ReclaimCheckpointed)
+		}
+	}
+	if c.IsSet("fair-share-gap") {
+		if ec.FairShareGap = c.Float64("fair-share-gap"); !(ec.FairShareGap > 0 && ec.FairShareGap <= 1) {
+			return cmdutil.UsageError(c, "-fair-share-gap must be above 0 and at most 1, got %g", ec.FairShareGap)
+		}
+	}
+	if c.IsSet("fair-share-classes") {
+		switch mode := c.String("fair-share-classes"); mode {
+		case gsim.FairClassesNotAbove, gsim.FairClassesAny:
+			ec.FairClasses = mode
+		default:
+			return cmdutil.UsageError(c, "-fair-share-classes %q: must be %q or %q", mode, gsim.FairClassesNotAbove, gsim.FairClassesAny)
+		}
+	}
+	return nil
 }
 
 func runAction(c *cli.Context) error {
@@ -130,21 +169,8 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	opts.CheckpointOnStop = c.Bool("checkpoint-on-stop")
-	if c.IsSet("starvation-timeout") {
-		opts.Engine.StarvationTimeout = c.Duration("starvation-timeout")
-	}
-	if c.IsSet("requeue-rest") {
-		if opts.Engine.RequeueRest, err = durationUpTo(c, "requeue-rest", gsim.MaxRequeueRest); err != nil {
-			return err
-		}
-	}
-	if c.IsSet("reclaim") {
-		switch mode := c.String("reclaim"); mode {
-		case gsim.ReclaimAny, gsim.ReclaimCheckpointed:
-			opts.Engine.Reclaim = mode
-		default:
-			return cmdutil.UsageError(c, "-reclaim %q: must be %q or %q", mode, gsim.ReclaimAny, gsim.ReclaimCheckpointed)
-		}
+	if err := engineFlags(c, &opts); err != nil {
+		return err
 	}
 	var runs []report.Run
 	for _, p := range policies {

@@ -48,6 +48,14 @@ type Config struct {
 	// FairMinRun is how long a job must have run before a fairness
 	// preemption may requeue it (engine.Config.FairMinRun).
 	FairMinRun time.Duration
+	// FairShareGap is how far above the preemptor's tenant's weighted
+	// share a fairness victim's tenant's share must stay
+	// (engine.Config.FairShareGap).
+	FairShareGap float64
+	// FairShareClasses is which classes a fairness preemption may take:
+	// FairClassesNotAbove (default) or FairClassesAny
+	// (engine.Config.FairClasses).
+	FairShareClasses string
 	// RequeueRest is how long a job requeued by preemption rests once
 	// admitted again, doubling per requeue up to an hour, before any
 	// preemption but another tenant's reclaim may take it
@@ -128,6 +136,13 @@ const (
 	SystemJobsGovern = "govern"
 )
 
+// Values of Config.FairShareClasses (engine.FairClassesNotAbove,
+// engine.FairClassesAny).
+const (
+	FairClassesNotAbove = engine.FairClassesNotAbove
+	FairClassesAny      = engine.FairClassesAny
+)
+
 // Values of Config.Reclaim (engine.ReclaimAny, engine.ReclaimCheckpointed).
 const (
 	ReclaimAny          = engine.ReclaimAny
@@ -167,6 +182,8 @@ func Default() Config {
 		StarvationTimeout: 10 * time.Minute,
 		MoveMinRun:        engine.MoveMinRun,
 		FairMinRun:        engine.FairMinRun,
+		FairShareGap:      engine.FairShareGap,
+		FairShareClasses:  FairClassesNotAbove,
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
@@ -252,6 +269,13 @@ func (c *Config) Validate() error {
 	if c.Reclaim != ReclaimAny && c.Reclaim != ReclaimCheckpointed {
 		errs = append(errs, fmt.Errorf("reclaim %q: must be %q (a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first) or %q (only from borrowers that lose at most 30 minutes of work)",
 			c.Reclaim, ReclaimAny, ReclaimCheckpointed))
+	}
+	if !(c.FairShareGap > 0 && c.FairShareGap <= 1) {
+		errs = append(errs, fmt.Errorf("fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got %g", c.FairShareGap))
+	}
+	if c.FairShareClasses != FairClassesNotAbove && c.FairShareClasses != FairClassesAny {
+		errs = append(errs, fmt.Errorf("fair_share_classes %q: must be %q (a fair-share preemption takes jobs of a class no higher than the preemptor's) or %q (of any preemptible class)",
+			c.FairShareClasses, FairClassesNotAbove, FairClassesAny))
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

@@ -18,6 +18,8 @@ type fileConfig struct {
 	StarvationTimeout *string      `hcl:"starvation_timeout"`
 	MoveMinRun        *string      `hcl:"move_min_run"`
 	FairMinRun        *string      `hcl:"fair_min_run"`
+	FairShareGap      *float64     `hcl:"fair_share_gap"`
+	FairShareClasses  *string      `hcl:"fair_share_classes"`
 	RequeueRest       *string      `hcl:"requeue_rest"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
@@ -85,6 +87,10 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	setStr(&c.SystemJobs, f.SystemJobs)
 	setStr(&c.Placement, f.Placement)
 	setStr(&c.Reclaim, f.Reclaim)
+	setStr(&c.FairShareClasses, f.FairShareClasses)
+	if f.FairShareGap != nil {
+		c.FairShareGap = *f.FairShareGap
+	}
 	setStr(&c.SubmitterTokens, f.SubmitterTokens)
 	if f.EnableDebug != nil {
 		c.EnableDebug = *f.EnableDebug

@@ -98,3 +98,42 @@ func TestReclaim(t *testing.T) {
 		})
 	}
 }
+
+// TestFairShareSettings: fair_share_gap and fair_share_classes reach the
+// engine (0.1 and "not-above" by default); a gap outside (0, 1] and any
+// other class mode are refused with what is allowed.
+func TestFairShareSettings(t *testing.T) {
+	type fair struct {
+		gap     float64
+		classes string
+	}
+	cases := map[string]struct {
+		file    string
+		want    fair
+		wantErr string
+	}{
+		"defaults":                {file: ``, want: fair{0.1, engine.FairClassesNotAbove}},
+		"a smaller gap":           {file: `fair_share_gap = 0.02`, want: fair{0.02, engine.FairClassesNotAbove}},
+		"any class":               {file: `fair_share_classes = "any"`, want: fair{0.1, engine.FairClassesAny}},
+		"both (round 20)":         {file: "fair_share_gap = 0.02\nfair_share_classes = \"any\"", want: fair{0.02, engine.FairClassesAny}},
+		"not-above spelled out":   {file: `fair_share_classes = "not-above"`, want: fair{0.1, engine.FairClassesNotAbove}},
+		"a gap of 1":              {file: `fair_share_gap = 1`, want: fair{1, engine.FairClassesNotAbove}},
+		"zero gap is refused":     {file: `fair_share_gap = 0`, wantErr: "fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got 0"},
+		"negative gap is refused": {file: `fair_share_gap = -0.1`, wantErr: "fair_share_gap must be above 0 and at most 1"},
+		"a gap above 1":           {file: `fair_share_gap = 1.5`, wantErr: "got 1.5"},
+		"a gap in words":          {file: `fair_share_gap = "small"`, wantErr: "governor.hcl:1,19: Unsuitable value type; Unsuitable value: a number is required"},
+		"another class mode":      {file: `fair_share_classes = "all"`, wantErr: `fair_share_classes "all": must be "not-above" (`},
+		"letter case counts":      {file: `fair_share_classes = "Any"`, wantErr: `or "any" (of any preemptible class)`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
+				return
+			}
+			must.Eq(t, tc.want, fair{c.FairShareGap, c.FairShareClasses})
+			ec := c.Engine()
+			must.Eq(t, tc.want, fair{ec.FairShareGap, ec.FairClasses}, must.Sprint("the engine decides with them"))
+		})
+	}
+}

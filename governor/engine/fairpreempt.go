@@ -13,13 +13,14 @@ import (
 // preempt jobs of cohort tenants that borrow more, measured by the
 // weighted dominant share the queue orders by, when
 //
-//   - the victim's tenant keeps a share at least FairShareGap above the
-//     preemptor's tenant's share after the admission (hysteresis: the
-//     two can never swap places by preempting each other back, so it
-//     never churns);
+//   - the victim's tenant keeps a share at least Config.FairShareGap
+//     (default FairShareGap) above the preemptor's tenant's share after
+//     the admission (hysteresis: the two can never swap places by
+//     preempting each other back, so it never churns);
 //   - the victim loses at most FairLostWork of work (a fresh checkpoint,
 //     or a start that recent): fairness costs next to no useful work;
-//   - the victim's class is not above the preemptor's, unless the
+//   - the victim's class is not above the preemptor's (Config.FairClasses
+//     FairClassesAny: any preemptible class), unless the
 //     preemptor is its cohort's starved head (borrowhold.go): a tenant
 //     below HoldShareMax of its nominal takes back lent capacity whatever
 //     the borrower's class, as reclaim does, its gang merely being
@@ -37,6 +38,19 @@ const (
 	FairMinRun = 2 * time.Minute
 )
 
+// Which classes a fairness preemption may take (Config.FairClasses;
+// governor config fair_share_classes).
+const (
+	// FairClassesNotAbove (the default): victims of a class no higher
+	// than the preemptor's.
+	FairClassesNotAbove = "not-above"
+	// FairClassesAny: victims of any preemptible class, as a reclaim
+	// takes them: borrowed capacity is evened out whatever the class of
+	// the jobs that run on it (measured in docs/simulator.md, round 20:
+	// it pays where jobs checkpoint on stop).
+	FairClassesAny = "any"
+)
+
 // CauseFairShare is the cause of a preemption that evens out borrowed
 // capacity between tenants above their nominal quota.
 const CauseFairShare = "fair-share"
@@ -51,6 +65,10 @@ type fairPreemption struct {
 	after   float64 // the preemptor's tenant's share after admitting j
 	cluster quota.Vector
 	minRun  time.Duration
+	// gap is Config.FairShareGap; anyClass tells whether victims of a
+	// class above the preemptor's qualify (Config.FairClasses).
+	gap      float64
+	anyClass bool
 	// head: the preemptor is its cohort's starved head (borrowhold.go):
 	// victims' tenants need only keep their nominal quota after losing
 	// them, not a share above the preemptor's, and victims of any class
@@ -67,7 +85,7 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 		return nil
 	}
 	return &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster,
-		minRun: cy.cfg.fairMinRun()}
+		minRun: cy.cfg.fairMinRun(), gap: cy.cfg.fairShareGap(), anyClass: cy.cfg.FairClasses == FairClassesAny}
 }
 
 // victim reports whether v may be preempted for fairness on its own.
@@ -75,14 +93,22 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 // tenant whose preemptions requeued its jobs within reclaimWindow, and a
 // job that started within Config.FairMinRun is no fairness victim.
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
-	if v.acct == f.acct || (v.prio > f.prio && !f.head) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
+	if v.acct == f.acct || (v.prio > f.prio && !f.head && !f.anyClass) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
 		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
 		return false
 	}
 	if f.head {
 		return v.acct.keepsNominal(v.use)
 	}
-	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+FairShareGap
+	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+f.gap
+}
+
+// fairShareGap is Config.FairShareGap, FairShareGap when unset.
+func (c Config) fairShareGap() float64 {
+	if c.FairShareGap > 0 {
+		return c.FairShareGap
+	}
+	return FairShareGap
 }
 
 // fairMinRun is Config.FairMinRun, FairMinRun when unset.
@@ -125,7 +151,7 @@ func (cy *cycle) lostTo(ns string) map[string]bool {
 }
 
 // allows reports whether a whole victim set keeps every victim tenant's
-// share, after losing all its victims of the set, FairShareGap above the
+// share, after losing all its victims of the set, the gap above the
 // preemptor's.
 func (f *fairPreemption) allows(set []*victim) bool {
 	lose := map[*account]quota.Vector{}
@@ -145,7 +171,7 @@ func (f *fairPreemption) allows(set []*victim) bool {
 			}
 			continue
 		}
-		if shareOf(a, f.cluster, use, -1) < f.after+FairShareGap {
+		if shareOf(a, f.cluster, use, -1) < f.after+f.gap {
 			return false
 		}
 	}

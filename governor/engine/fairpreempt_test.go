@@ -78,6 +78,63 @@ func TestFairSharePreemption(t *testing.T) {
 	}
 }
 
+// TestFairShareSettings: Config.FairShareGap and Config.FairClasses
+// (governor config fair_share_gap, fair_share_classes) change whom a
+// fairness preemption may take, and nothing else: a smaller gap takes
+// from a tenant the default gap spares, FairClassesAny takes a higher
+// class the default spares, and neither lets a tenant take from one
+// that borrows less.
+func TestFairShareSettings(t *testing.T) {
+	// Quota 16 each on six 8-GPU nodes (a share step of 1/16): a holds
+	// 16 (share 1) and asks for 1 more (17/16 = 1.0625 after); b holds
+	// bHeld and gives back a 1-GPU job; c holds the rest, below its
+	// nominal, lending what b borrows.
+	scene := func(bHeld int, victimClass string) *scene {
+		sc := &scene{tenants: []*Tenant{
+			mkTenant("a").Quota("gpu", 16).Build(),
+			mkTenant("b").Quota("gpu", 16).Build(),
+			mkTenant("c").Quota("gpu", 16).Build(),
+		}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
+		// b's jobs but "one" would lose 50 minutes: no fairness victims.
+		sc.run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+			run("b", "b3", "standard", "n5", bHeld-17, 50).run("b", "one", victimClass, "n5", 1, 1).
+			run("c", "c1", "standard", "n5", 8-(bHeld-17)-1, 1).run("c", "c2", "standard", "n6", 8, 1)
+		return sc.queue(gpuJob("a", "fair", "standard", 1))
+	}
+	cases := map[string]struct {
+		bHeld   int
+		class   string
+		gap     float64
+		classes string
+		victims []string
+		reason  string
+	}{
+		// b: 20 held, 19/16 = 1.1875 after, ≥ 1.0625 + 0.1.
+		"default gap, a bigger borrower gives back": {bHeld: 20, class: "standard", victims: []string{"one<-a/fair"}, reason: "≥ 0.10 below theirs"},
+		// b: 19 held, 18/16 = 1.125 after: within 0.1, beyond 0.02.
+		"default gap spares a close borrower":  {bHeld: 19, class: "standard"},
+		"a smaller gap takes from it":          {bHeld: 19, class: "standard", gap: 0.02, victims: []string{"one<-a/fair"}, reason: "≥ 0.02 below theirs"},
+		"a smaller gap still spares an equal":  {bHeld: 18, class: "standard", gap: 0.02},
+		"default classes spare a higher class": {bHeld: 20, class: "high"},
+		"any class takes it":                   {bHeld: 20, class: "high", classes: FairClassesAny, victims: []string{"one<-a/fair"}},
+		"any class keeps the gap":              {bHeld: 19, class: "high", classes: FairClassesAny},
+		"not-above is the default":             {bHeld: 20, class: "high", classes: FairClassesNotAbove},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.FairShareGap, cfg.FairClasses = tc.gap, tc.classes
+			p := Decide(cfg, scene(tc.bHeld, tc.class).snap())
+			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/fair"].Reason))
+			if tc.reason != "" {
+				must.Len(t, 1, p.Preemptions)
+				must.StrContains(t, p.Preemptions[0].Reason, tc.reason)
+			}
+		})
+	}
+}
+
 // TestFairSharePreemptionNoLoop: after a fairness preemption the victim's
 // tenant still has the bigger share, so the next cycle, with the victim
 // requeued and the preemptor running, preempts nothing back.
@@ -103,8 +160,26 @@ func TestFairSharePreemptionNoLoop(t *testing.T) {
 // a's; jobs run 30 s to 7 minutes and checkpoint every 2, fairness victims
 // must have run 5).
 func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
-	cfg := testConfig()
-	cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
+	settings := map[string]struct {
+		gap     float64
+		classes string
+	}{
+		"default":                           {},
+		"gap 0.02 and any class (round 20)": {gap: 0.02, classes: FairClassesAny},
+	}
+	for name, set := range settings {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
+			cfg.FairShareGap, cfg.FairClasses = set.gap, set.classes
+			checkNoPingPong(t, cfg)
+		})
+	}
+}
+
+// checkNoPingPong runs TestPropertyFairSharePreemptionNoPingPong's
+// cycles under cfg.
+func checkNoPingPong(t *testing.T, cfg Config) {
 	fair, pingpong := 0, 0
 	for seed := int64(0); seed < 120; seed++ {
 		r := rand.New(rand.NewSource(seed))

@@ -490,7 +490,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	}
 	cause := preemptCause(acct, s, set, passed)
 	p.Cause = cause
-	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j])
+	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j], cy.cfg.fairShareGap())
 	if passed && cause != CauseQueueOrder {
 		p.Reason += "; " + passedReason
 	}
@@ -539,7 +539,7 @@ func preemptCause(acct *account, s *trial, set []*victim, passed bool) string {
 // class (passedHead).
 const passedReason = "jobs of its own tenant and class that were queued after it and admitted while it waited give their place back"
 
-func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool) string {
+func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool, gap float64) string {
 	starved := fmt.Sprintf("the job is its cohort's starved head (tenant %s uses less than %.2f of its nominal quota and the job waited past the starvation timeout)",
 		acct.t.Namespace, HoldShareMax)
 	switch {
@@ -557,7 +557,7 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 			class, acct.t.Namespace, FairLostWork)
 	case CauseFairShare:
 		return fmt.Sprintf("tenant %s borrows less than the victims' tenants (weighted share after this job ≥ %.2f below theirs; victims lose ≤ %s of work)",
-			acct.t.Namespace, FairShareGap, FairLostWork)
+			acct.t.Namespace, gap, FairLostWork)
 	}
 	return fmt.Sprintf("tenant %s reclaims its nominal quota (%s) from tenants above theirs", acct.t.Namespace, vectorText(req))
 }

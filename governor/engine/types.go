@@ -274,6 +274,14 @@ type Config struct {
 	// FairMinRun is how long a job runs before a fairness preemption
 	// (fairpreempt.go) may take it; zero means FairMinRun (2 minutes).
 	FairMinRun time.Duration
+	// FairShareGap is how far above the preemptor's tenant's weighted
+	// share, after its job, a fairness victim's tenant's share must stay
+	// after losing the victim; zero means FairShareGap (0.1).
+	FairShareGap float64
+	// FairClasses is which classes a fairness preemption may take:
+	// FairClassesNotAbove (the default, "") no higher than the
+	// preemptor's, FairClassesAny any preemptible class.
+	FairClasses string
 	// RequeueRest lets a job requeued by preemption rest once it is
 	// admitted again: for RequeueRest·2^(requeues−1), at most
 	// RequeueRestMax, only a reclaim by another tenant may take it

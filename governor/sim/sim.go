@@ -102,6 +102,13 @@ const MaxDelay = 24 * time.Hour
 // MaxRequeueRest bounds Options.Engine.RequeueRest (the engine's bound).
 const MaxRequeueRest = engine.RequeueRestMax
 
+// Values of Options.Engine.FairClasses (the engine's fair-share class
+// modes).
+const (
+	FairClassesNotAbove = engine.FairClassesNotAbove
+	FairClassesAny      = engine.FairClassesAny
+)
+
 // Values of Options.Engine.Reclaim (the engine's reclaim modes).
 const (
 	ReclaimAny          = engine.ReclaimAny
