@@ -6,6 +6,7 @@ package sim
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,6 +145,36 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 	return nil
 }
 
+// engineSettingFlags maps the flags engineFlags applies to the governor
+// settings they stand for, in the order the header lists them.
+var engineSettingFlags = []struct{ flag, setting string }{
+	{"starvation-timeout", "starvation_timeout"},
+	{"requeue-rest", "requeue_rest"},
+	{"reclaim", "reclaim"},
+	{"fair-share-gap", "fair_share_gap"},
+	{"fair-share-classes", "fair_share_classes"},
+}
+
+// overriddenSettings names the governor settings the command line
+// overrides, as they would read in the governor's config file, so a table
+// read later tells which governor produced it.
+func overriddenSettings(c *cli.Context) []string {
+	var out []string
+	for _, f := range engineSettingFlags {
+		if !c.IsSet(f.flag) {
+			continue
+		}
+		v := c.Value(f.flag)
+		if str, ok := v.(string); ok {
+			v = strconv.Quote(str)
+		} else if d, ok := v.(time.Duration); ok {
+			v = strconv.Quote(d.String())
+		}
+		out = append(out, fmt.Sprintf("%s = %v", f.setting, v))
+	}
+	return out
+}
+
 func runAction(c *cli.Context) error {
 	var policies []gsim.Policy
 	for _, p := range strings.Split(c.String("policies"), ",") {
@@ -191,6 +222,9 @@ func runAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "Cluster: %s (%d GPUs); %d jobs", sc.Spec, sc.Spec.GPUs(), len(sc.Jobs))
 	if opts.CheckpointOnStop {
 		fmt.Fprint(c.App.Writer, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work")
+	}
+	if set := overriddenSettings(c); len(set) > 0 {
+		fmt.Fprintf(c.App.Writer, "; governor settings: %s", strings.Join(set, ", "))
 	}
 	fmt.Fprint(c.App.Writer, "\n\n")
 	report.Tables(c.App.Writer, runs)

@@ -102,6 +102,22 @@ func TestGenerateThenReplayTheTrace(t *testing.T) {
 	must.StrContains(t, out, "| nomad-fifo | 80/80 |")
 }
 
+// TestOverriddenSettingsNamedInHeader: the header names the governor
+// settings the flags override, as the governor's config file spells
+// them, and nothing when none is.
+func TestOverriddenSettingsNamedInHeader(t *testing.T) {
+	header := func(args ...string) string {
+		code, out, errOut := run(append([]string{"run", "-cluster", small, "-jobs", "20", "-span", "6h", "-policies", "allot"}, args...)...)
+		must.EqOp(t, 0, code, must.Sprint(errOut))
+		first, _, _ := strings.Cut(out, "\n")
+		return first
+	}
+	must.StrHasSuffix(t, `; governor settings: requeue_rest = "2m0s", fair_share_gap = 0.02, fair_share_classes = "any"`,
+		header("-fair-share-classes", "any", "-requeue-rest", "2m", "-fair-share-gap", "0.02"))
+	must.StrHasSuffix(t, `; governor settings: reclaim = "checkpointed"`, header("-reclaim", "checkpointed", "-checkpoint-on-stop"))
+	must.StrNotContains(t, header(), "governor settings")
+}
+
 func TestBadInputIsAClearError(t *testing.T) {
 	dir := t.TempDir()
 	badTrace := filepath.Join(dir, "bad.csv")
