@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclsimple"
@@ -69,8 +70,12 @@ type fileClass struct {
 // is reported at once.
 func (c *Config) LoadFile(path string) error {
 	var f fileConfig
-	if err := hclsimple.DecodeFile(path, nil, &f); err != nil {
-		return fmt.Errorf("reading config %s: %w", path, fileError(err))
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading config %s: %w", path, err)
+	}
+	if err := hclsimple.Decode(path, src, nil, &f); err != nil {
+		return fmt.Errorf("reading config %s: %w", path, fileError(err, src))
 	}
 	errs := c.applyFile(&f)
 	if len(errs) > 0 {

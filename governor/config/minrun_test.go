@@ -121,7 +121,7 @@ func TestFairShareSettings(t *testing.T) {
 		"zero gap is refused":     {file: `fair_share_gap = 0`, wantErr: "fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got 0"},
 		"negative gap is refused": {file: `fair_share_gap = -0.1`, wantErr: "fair_share_gap must be above 0 and at most 1"},
 		"a gap above 1":           {file: `fair_share_gap = 1.5`, wantErr: "got 1.5"},
-		"a gap in words":          {file: `fair_share_gap = "small"`, wantErr: "governor.hcl:1,19: Unsuitable value type; Unsuitable value: a number is required"},
+		"a gap in words":          {file: `fair_share_gap = "small"`, wantErr: "governor.hcl:1,19: fair_share_gap: Unsuitable value type; Unsuitable value: a number is required"},
 		"another class mode":      {file: `fair_share_classes = "all"`, wantErr: `fair_share_classes "all": must be "not-above" (`},
 		"letter case counts":      {file: `fair_share_classes = "Any"`, wantErr: `or "any" (of any preemptible class)`},
 	}
