@@ -112,37 +112,55 @@ func durationUpTo(c *cli.Context, name string, most time.Duration) (time.Duratio
 // settings (allot's policy) to opts, refusing values the governor's
 // config would refuse.
 func engineFlags(c *cli.Context, opts *gsim.Options) error {
-	ec, err := &opts.Engine, error(nil)
+	ec := &opts.Engine
 	if c.IsSet("starvation-timeout") {
 		ec.StarvationTimeout = c.Duration("starvation-timeout")
 	}
 	if c.IsSet("requeue-rest") {
-		if ec.RequeueRest, err = durationUpTo(c, "requeue-rest", gsim.MaxRequeueRest); err != nil {
+		rest, err := durationUpTo(c, "requeue-rest", gsim.MaxRequeueRest)
+		if err != nil {
 			return err
 		}
-	}
-	if c.IsSet("reclaim") {
-		switch mode := c.String("reclaim"); mode {
-		case gsim.ReclaimAny, gsim.ReclaimCheckpointed:
-			ec.Reclaim = mode
-		default:
-			return cmdutil.UsageError(c, "-reclaim %q: must be %q or %q", mode, gsim.ReclaimAny, gsim.ReclaimCheckpointed)
-		}
+		ec.RequeueRest = rest
 	}
 	if c.IsSet("fair-share-gap") {
 		if ec.FairShareGap = c.Float64("fair-share-gap"); !(ec.FairShareGap > 0 && ec.FairShareGap <= 1) {
 			return cmdutil.UsageError(c, "-fair-share-gap must be above 0 and at most 1, got %g", ec.FairShareGap)
 		}
 	}
-	if c.IsSet("fair-share-classes") {
-		switch mode := c.String("fair-share-classes"); mode {
-		case gsim.FairClassesNotAbove, gsim.FairClassesAny:
-			ec.FairClasses = mode
-		default:
-			return cmdutil.UsageError(c, "-fair-share-classes %q: must be %q or %q", mode, gsim.FairClassesNotAbove, gsim.FairClassesAny)
+	for _, m := range []struct {
+		flag  string
+		dst   *string
+		modes []string
+	}{
+		{"reclaim", &ec.Reclaim, []string{gsim.ReclaimAny, gsim.ReclaimCheckpointed}},
+		{"fair-share-classes", &ec.FairClasses, []string{gsim.FairClassesNotAbove, gsim.FairClassesAny}},
+	} {
+		if err := modeFlag(c, m.flag, m.dst, m.modes...); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// modeFlag sets *dst to string flag name when it is set to one of modes,
+// refusing any other value with a usage error that names them.
+func modeFlag(c *cli.Context, name string, dst *string, modes ...string) error {
+	if !c.IsSet(name) {
+		return nil
+	}
+	mode := c.String(name)
+	for _, m := range modes {
+		if mode == m {
+			*dst = mode
+			return nil
+		}
+	}
+	quoted := make([]string, len(modes))
+	for i, m := range modes {
+		quoted[i] = strconv.Quote(m)
+	}
+	return cmdutil.UsageError(c, "-%s %q: must be %s", name, mode, strings.Join(quoted, " or "))
 }
 
 // engineSettingFlags maps the flags engineFlags applies to the governor

@@ -78,17 +78,21 @@ func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 	}
 }
 
+// header runs allot alone on a small day with args, which must succeed,
+// and returns the text output's first line.
+func header(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := run(append([]string{"run", "-cluster", small, "-jobs", "20", "-span", "6h", "-policies", "allot"}, args...)...)
+	must.EqOp(t, 0, code, must.Sprint(errOut))
+	first, _, _ := strings.Cut(out, "\n")
+	return first
+}
+
 // TestCheckpointOnStopNamedInHeader: a table read later tells which
 // model of stops produced it; the default's header says nothing of it.
 func TestCheckpointOnStopNamedInHeader(t *testing.T) {
-	header := func(args ...string) string {
-		code, out, errOut := run(append([]string{"run", "-cluster", small, "-jobs", "20", "-span", "6h", "-policies", "allot"}, args...)...)
-		must.EqOp(t, 0, code, must.Sprint(errOut))
-		first, _, _ := strings.Cut(out, "\n")
-		return first
-	}
-	must.StrHasSuffix(t, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work", header("-checkpoint-on-stop"))
-	must.StrNotContains(t, header(), "checkpoint")
+	must.StrHasSuffix(t, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work", header(t, "-checkpoint-on-stop"))
+	must.StrNotContains(t, header(t), "checkpoint")
 }
 
 func TestGenerateThenReplayTheTrace(t *testing.T) {
@@ -106,16 +110,10 @@ func TestGenerateThenReplayTheTrace(t *testing.T) {
 // settings the flags override, as the governor's config file spells
 // them, and nothing when none is.
 func TestOverriddenSettingsNamedInHeader(t *testing.T) {
-	header := func(args ...string) string {
-		code, out, errOut := run(append([]string{"run", "-cluster", small, "-jobs", "20", "-span", "6h", "-policies", "allot"}, args...)...)
-		must.EqOp(t, 0, code, must.Sprint(errOut))
-		first, _, _ := strings.Cut(out, "\n")
-		return first
-	}
 	must.StrHasSuffix(t, `; governor settings: requeue_rest = "2m0s", fair_share_gap = 0.02, fair_share_classes = "any"`,
-		header("-fair-share-classes", "any", "-requeue-rest", "2m", "-fair-share-gap", "0.02"))
-	must.StrHasSuffix(t, `; governor settings: reclaim = "checkpointed"`, header("-reclaim", "checkpointed", "-checkpoint-on-stop"))
-	must.StrNotContains(t, header(), "governor settings")
+		header(t, "-fair-share-classes", "any", "-requeue-rest", "2m", "-fair-share-gap", "0.02"))
+	must.StrHasSuffix(t, `; governor settings: reclaim = "checkpointed"`, header(t, "-reclaim", "checkpointed", "-checkpoint-on-stop"))
+	must.StrNotContains(t, header(t), "governor settings")
 }
 
 func TestBadInputIsAClearError(t *testing.T) {
