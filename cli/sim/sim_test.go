@@ -112,6 +112,8 @@ func TestGenerateThenReplayTheTrace(t *testing.T) {
 func TestOverriddenSettingsNamedInHeader(t *testing.T) {
 	must.StrHasSuffix(t, `; governor settings: requeue_rest = "2m0s", fair_share_gap = 0.02, fair_share_classes = "any"`,
 		header(t, "-fair-share-classes", "any", "-requeue-rest", "2m", "-fair-share-gap", "0.02"))
+	must.StrHasSuffix(t, `; governor settings: fair_share_classes = "any", fair_share_rule = "entitlement"`,
+		header(t, "-fair-share-rule", "entitlement", "-fair-share-classes", "any"))
 	must.StrHasSuffix(t, `; governor settings: reclaim = "checkpointed"`, header(t, "-reclaim", "checkpointed", "-checkpoint-on-stop"))
 	must.StrNotContains(t, header(t), "governor settings")
 }
@@ -143,6 +145,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		"fair-share gap above 1":        {[]string{"run", "-cluster", small, "-fair-share-gap", "2"}, 2, "-fair-share-gap must be above 0 and at most 1, got 2"},
 		"fair-share gap not a number":   {[]string{"run", "-cluster", small, "-fair-share-gap", "small"}, 1, `invalid value "small" for flag -fair-share-gap`},
 		"unknown fair-share classes":    {[]string{"run", "-cluster", small, "-fair-share-classes", "all"}, 2, `-fair-share-classes "all": must be "not-above" or "any"`},
+		"unknown fair-share rule":       {[]string{"run", "-cluster", small, "-fair-share-rule", "Entitlement"}, 2, `-fair-share-rule "Entitlement": must be "gap" or "entitlement"`},
 		"extra argument":                {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
 		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
 			2, `"many" is not a node count`},
@@ -196,10 +199,11 @@ func TestReclaimModeReachesTheEngine(t *testing.T) {
 	must.Less(t, anyLost, ckptLost, must.Sprintf("checkpointed %.1f GPU-h lost, any %.1f", ckptLost, anyLost))
 }
 
-// -fair-share-gap and -fair-share-classes reach the engine: on a
-// contended two days (32 standard nodes, load 1.2, seed 2, checkpoints
-// on stop) each alone lets fairness take more victims than the default
-// (measured: 124 preemptions; gap 0.02: 192; any class: 175).
+// -fair-share-gap, -fair-share-classes and -fair-share-rule reach the
+// engine: on a contended two days (32 standard nodes, load 1.2, seed 2,
+// checkpoints on stop) each alone lets fairness take more victims than
+// the default (measured: 124 preemptions; gap 0.02: 192; any class: 175;
+// the entitlement rule: 151, share error 0.114 → 0.083).
 func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	preemptions := func(args ...string) int {
 		sums := runJSON(t, append([]string{"-cluster", "../../" + sim.DefaultCluster, "-nodes", "32", "-jobs", "1000", "-span", "48h", "-load", "1.2", "-seed", "2",
@@ -208,8 +212,8 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 		return sums[0].Preemptions
 	}
 	def := preemptions()
-	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}} {
+	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}} {
 		must.Greater(t, def, preemptions(flag...), must.Sprintf("%v against the default's %d", flag, def))
 	}
-	must.EqOp(t, def, preemptions("-fair-share-gap", "0.1", "-fair-share-classes", "not-above"), must.Sprint("the defaults spelled out"))
+	must.EqOp(t, def, preemptions("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "gap"), must.Sprint("the defaults spelled out"))
 }

@@ -56,6 +56,10 @@ type Config struct {
 	// FairClassesNotAbove (default) or FairClassesAny
 	// (engine.Config.FairClasses).
 	FairShareClasses string
+	// FairShareRule is the rule a fairness preemption between borrowers
+	// follows: FairRuleGap (default) or FairRuleEntitlement
+	// (engine.Config.FairShareRule).
+	FairShareRule string
 	// RequeueRest is how long a job requeued by preemption rests once
 	// admitted again, doubling per requeue up to an hour, before any
 	// preemption but another tenant's reclaim may take it
@@ -143,6 +147,13 @@ const (
 	FairClassesAny      = engine.FairClassesAny
 )
 
+// Values of Config.FairShareRule (engine.FairRuleGap,
+// engine.FairRuleEntitlement).
+const (
+	FairRuleGap         = engine.FairRuleGap
+	FairRuleEntitlement = engine.FairRuleEntitlement
+)
+
 // Values of Config.Reclaim (engine.ReclaimAny, engine.ReclaimCheckpointed).
 const (
 	ReclaimAny          = engine.ReclaimAny
@@ -184,6 +195,7 @@ func Default() Config {
 		FairMinRun:        engine.FairMinRun,
 		FairShareGap:      engine.FairShareGap,
 		FairShareClasses:  FairClassesNotAbove,
+		FairShareRule:     FairRuleGap,
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
@@ -276,6 +288,10 @@ func (c *Config) Validate() error {
 	if c.FairShareClasses != FairClassesNotAbove && c.FairShareClasses != FairClassesAny {
 		errs = append(errs, fmt.Errorf("fair_share_classes %q: must be %q (a fair-share preemption takes jobs of a class no higher than the preemptor's) or %q (of any preemptible class)",
 			c.FairShareClasses, FairClassesNotAbove, FairClassesAny))
+	}
+	if c.FairShareRule != FairRuleGap && c.FairShareRule != FairRuleEntitlement {
+		errs = append(errs, fmt.Errorf("fair_share_rule %q: must be %q (a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's) or %q (capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares)",
+			c.FairShareRule, FairRuleGap, FairRuleEntitlement))
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

@@ -21,6 +21,7 @@ type fileConfig struct {
 	FairMinRun        *string      `hcl:"fair_min_run"`
 	FairShareGap      *float64     `hcl:"fair_share_gap"`
 	FairShareClasses  *string      `hcl:"fair_share_classes"`
+	FairShareRule     *string      `hcl:"fair_share_rule"`
 	RequeueRest       *string      `hcl:"requeue_rest"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
@@ -93,6 +94,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	setStr(&c.Placement, f.Placement)
 	setStr(&c.Reclaim, f.Reclaim)
 	setStr(&c.FairShareClasses, f.FairShareClasses)
+	setStr(&c.FairShareRule, f.FairShareRule)
 	if f.FairShareGap != nil {
 		c.FairShareGap = *f.FairShareGap
 	}

@@ -106,18 +106,26 @@ func TestFairShareSettings(t *testing.T) {
 	type fair struct {
 		gap     float64
 		classes string
+		rule    string
 	}
 	cases := map[string]struct {
 		file    string
 		want    fair
 		wantErr string
 	}{
-		"defaults":                {file: ``, want: fair{0.1, engine.FairClassesNotAbove}},
-		"a smaller gap":           {file: `fair_share_gap = 0.02`, want: fair{0.02, engine.FairClassesNotAbove}},
-		"any class":               {file: `fair_share_classes = "any"`, want: fair{0.1, engine.FairClassesAny}},
-		"both (round 20)":         {file: "fair_share_gap = 0.02\nfair_share_classes = \"any\"", want: fair{0.02, engine.FairClassesAny}},
-		"not-above spelled out":   {file: `fair_share_classes = "not-above"`, want: fair{0.1, engine.FairClassesNotAbove}},
-		"a gap of 1":              {file: `fair_share_gap = 1`, want: fair{1, engine.FairClassesNotAbove}},
+		"defaults":              {file: ``, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleGap}},
+		"a smaller gap":         {file: `fair_share_gap = 0.02`, want: fair{0.02, engine.FairClassesNotAbove, engine.FairRuleGap}},
+		"any class":             {file: `fair_share_classes = "any"`, want: fair{0.1, engine.FairClassesAny, engine.FairRuleGap}},
+		"both (round 20)":       {file: "fair_share_gap = 0.02\nfair_share_classes = \"any\"", want: fair{0.02, engine.FairClassesAny, engine.FairRuleGap}},
+		"not-above spelled out": {file: `fair_share_classes = "not-above"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleGap}},
+		"a gap of 1":            {file: `fair_share_gap = 1`, want: fair{1, engine.FairClassesNotAbove, engine.FairRuleGap}},
+		"the entitlement rule":  {file: `fair_share_rule = "entitlement"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleEntitlement}},
+		"entitlement, any class (round 21)": {file: "fair_share_rule = \"entitlement\"\nfair_share_classes = \"any\"",
+			want: fair{0.1, engine.FairClassesAny, engine.FairRuleEntitlement}},
+		"gap rule spelled out":    {file: `fair_share_rule = "gap"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleGap}},
+		"another rule":            {file: `fair_share_rule = "drf"`, wantErr: `fair_share_rule "drf": must be "gap" (`},
+		"an empty rule":           {file: `fair_share_rule = ""`, wantErr: `fair_share_rule "": must be "gap"`},
+		"a number is no rule":     {file: `fair_share_rule = 1.5`, wantErr: `or "entitlement" (capacity moves from tenants above their fair share`},
 		"zero gap is refused":     {file: `fair_share_gap = 0`, wantErr: "fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got 0"},
 		"negative gap is refused": {file: `fair_share_gap = -0.1`, wantErr: "fair_share_gap must be above 0 and at most 1"},
 		"a gap above 1":           {file: `fair_share_gap = 1.5`, wantErr: "got 1.5"},
@@ -131,9 +139,9 @@ func TestFairShareSettings(t *testing.T) {
 			if c == nil {
 				return
 			}
-			must.Eq(t, tc.want, fair{c.FairShareGap, c.FairShareClasses})
+			must.Eq(t, tc.want, fair{c.FairShareGap, c.FairShareClasses, c.FairShareRule})
 			ec := c.Engine()
-			must.Eq(t, tc.want, fair{ec.FairShareGap, ec.FairClasses}, must.Sprint("the engine decides with them"))
+			must.Eq(t, tc.want, fair{ec.FairShareGap, ec.FairClasses, ec.FairShareRule}, must.Sprint("the engine decides with them"))
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/allotapi"
 	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
@@ -29,14 +30,72 @@ import (
 // team-a's job ends.
 func TestE2E_FairShareAnyClass(t *testing.T) {
 	start := time.Now()
+	b := newBorrowers(t, `fair_share_gap = 0.02
+fair_share_classes = "any"
+`)
+	submitted := time.Now()
+	b.pe.train("team-a", "fair", "low", 1, 4, "-step-time", "100ms")
+	b.pe.runningAllocs("team-a", "fair", 1, 60*time.Second, nil)
+	t.Logf("team-a/fair runs %s after its submission", time.Since(submitted).Round(time.Millisecond))
+
+	d := fairShareDecision(t, b.pe, "team-a/fair fair-share")
+	must.Eq(t, "low", d.Class)
+	must.StrContains(t, d.Reason, "tenant team-a borrows less than the victims' tenants (weighted share after this job ≥ 0.02 below theirs")
+	must.Eq(t, "standard", d.Victims[0].Class, must.Sprint("the victim's class is above the preemptor's"))
+	b.resumesAfter(t, "fair", d.Victims[0].JobID)
+	t.Logf("fair share any class e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}
+
+// TestE2E_FairShareEntitlement: with fair_share_rule = "entitlement"
+// (docs/governor.md, Preemption, "Fair share"; round 21 in
+// docs/simulator.md) a borrower's 8-GPU job takes an 8-GPU trainer of a
+// tenant above its fair share, which the default gap rule refuses. The
+// cluster and cohort are TestE2E_FairShareAnyClass's: team-a runs its
+// nominal 4 GPUs, team-b borrows the other 20 (two 8-GPU trainers and a
+// 4-GPU one, all standard), team-c lends its 16 and wants none. team-a's
+// standard 8-GPU job makes both demands at least 12: each is entitled
+// to 12 of the 24 GPUs. Preempting one 8-GPU trainer leaves both at
+// exactly 12, where the gap rule would need team-b's weighted share
+// (12 ÷ 4 = 3) 0.1 above team-a's (also 3): it preempts exactly that
+// one (cause fair-share), which checkpoints, waits queued, and runs
+// again from its checkpoint once team-a's job ends.
+func TestE2E_FairShareEntitlement(t *testing.T) {
+	start := time.Now()
+	b := newBorrowers(t, `fair_share_rule = "entitlement"
+`)
+	submitted := time.Now()
+	b.pe.train("team-a", "gang", "standard", 1, 8, "-step-time", "100ms")
+	b.pe.runningAllocs("team-a", "gang", 1, 60*time.Second, nil)
+	t.Logf("team-a/gang runs %s after its submission", time.Since(submitted).Round(time.Millisecond))
+
+	d := fairShareDecision(t, b.pe, "team-a/gang fair-share")
+	must.StrContains(t, d.Reason, "tenant team-a uses less than its fair share of the cohort (gpu: uses 4, entitled to 12.0)")
+	must.SliceContains(t, []string{"b1", "b2"}, d.Victims[0].JobID, must.Sprint("an 8-GPU trainer frees a whole client"))
+	b.resumesAfter(t, "gang", d.Victims[0].JobID)
+	t.Logf("fair share entitlement e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}
+
+// borrowers is the scene of the fair-share tests: three clients of 8
+// GPUs; one cohort of team-a (nominal 4), team-b (nominal 4) and team-c
+// (nominal 16, idle, so it lends). team-a runs a1, its nominal 4 GPUs;
+// team-b borrows the other 20 with the standard trainers b1 and b2 (8
+// GPUs each) and b3 (4), which have all checkpointed.
+type borrowers struct {
+	pe  *preemptEnv
+	ids []string
+	old map[string]string // trainer → its first allocation
+}
+
+// newBorrowers starts the scene with the governor settings fairness adds
+// to the common ones.
+func newBorrowers(t *testing.T, fairness string) *borrowers {
+	start := time.Now()
 	pe := newCkptEnv(t, `cycle_interval = "1s"
 starvation_timeout = "10m"
 fair_min_run = "2s"
-fair_share_gap = 0.02
-fair_share_classes = "any"
 backoff_base = "1s"
 backoff_cap = "2s"
-`, map[string]map[string]string{
+`+fairness, map[string]map[string]string{
 		"team-a": {"allot.quota.gpu": "4", "allot.limit.gpu": "24"},
 		"team-b": {"allot.quota.gpu": "4", "allot.limit.gpu": "24"},
 		"team-c": {"allot.quota.gpu": "16", "allot.limit.gpu": "24"},
@@ -44,52 +103,53 @@ backoff_cap = "2s"
 	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
 	pe.train("team-a", "a1", "standard", 1, 4, "-step-time", "100ms")
 	pe.runningAllocs("team-a", "a1", 1, 90*time.Second, nil)
-	ids, sizes := []string{"b1", "b2", "b3"}, []int{8, 8, 4}
-	old := map[string]string{}
-	for i, id := range ids {
-		pe.train("team-b", id, "standard", 1, sizes[i], "-step-time", "100ms", "-save-every", "10")
-		old[id] = pe.runningAllocs("team-b", id, 1, 90*time.Second, nil)[0].ID
+	b := &borrowers{pe: pe, ids: []string{"b1", "b2", "b3"}, old: map[string]string{}}
+	for i, size := range []int{8, 8, 4} {
+		id := b.ids[i]
+		pe.train("team-b", id, "standard", 1, size, "-step-time", "100ms", "-save-every", "10")
+		b.old[id] = pe.runningAllocs("team-b", id, 1, 90*time.Second, nil)[0].ID
 	}
-	pe.waitCheckpointed(ids, old)
+	pe.waitCheckpointed(b.ids, b.old)
+	return b
+}
 
-	submitted := time.Now()
-	pe.train("team-a", "fair", "low", 1, 4, "-step-time", "100ms")
-	pe.runningAllocs("team-a", "fair", 1, 60*time.Second, nil)
-	t.Logf("team-a/fair runs %s after its submission", time.Since(submitted).Round(time.Millisecond))
+// resumesAfter checks that victim alone of team-b's trainers was
+// requeued, once, by one fair-share preemption, waits queued, and runs
+// again from its checkpoint once team-a's job preemptor is stopped.
+func (b *borrowers) resumesAfter(t *testing.T, preemptor, victim string) {
+	t.Helper()
+	must.Eq(t, `allot_preemptions_total{reason="fair-share"} 1`, b.pe.metric("allot_preemptions_total{"))
+	for _, id := range b.ids {
+		want := 0
+		if id == victim {
+			want = 1
+		}
+		must.Eq(t, want, jobmeta.Parse(b.pe.job("team-b", id).Meta).Requeues, must.Sprintf("%s's requeues", id))
+	}
+	b.pe.waitWhy("team-b", victim, "queued")
+	b.pe.stop("team-a", preemptor)
+	resumed := b.pe.runningAllocs("team-b", victim, 1, 60*time.Second, map[string]bool{b.old[victim]: true})[0]
+	b.pe.checkResumed(t, victim, b.old[victim], resumed.ID)
+}
 
-	var preemptions []string
+// fairShareDecision checks that the governor decided exactly one preemption,
+// want ("namespace/job cause"), of one team-b victim that checkpointed
+// about a second before and no starved head's, and returns it.
+func fairShareDecision(t *testing.T, pe *preemptEnv, want string) allotapi.Decision {
+	t.Helper()
+	var preemptions []allotapi.Decision
+	var keys []string
 	for _, d := range pe.decisions() {
 		if d.Kind == "preemption" {
-			preemptions = append(preemptions, d.Namespace+"/"+d.JobID+" "+d.Cause)
+			preemptions = append(preemptions, d)
+			keys = append(keys, d.Namespace+"/"+d.JobID+" "+d.Cause)
 		}
 	}
-	must.Eq(t, []string{"team-a/fair fair-share"}, preemptions, must.Sprintf("decisions: %+v", pe.decisions()))
-	var victim string
-	for _, d := range pe.decisions() {
-		if d.Kind != "preemption" {
-			continue
-		}
-		must.Eq(t, "low", d.Class)
-		must.StrContains(t, d.Reason, "tenant team-a borrows less than the victims' tenants (weighted share after this job ≥ 0.02 below theirs")
-		must.StrNotContains(t, d.Reason, "starved head")
-		must.SliceLen(t, 1, d.Victims, must.Sprintf("decision: %+v", d))
-		v := d.Victims[0]
-		must.Eq(t, "team-b", v.Namespace)
-		must.Eq(t, "standard", v.Class, must.Sprint("the victim's class is above the preemptor's"))
-		must.Less(t, 5.0, v.LostWorkSeconds, must.Sprint("the victim checkpointed about a second before"))
-		victim = v.JobID
-	}
-	must.Eq(t, `allot_preemptions_total{reason="fair-share"} 1`, pe.metric("allot_preemptions_total{"))
-	for _, id := range ids {
-		if id != victim {
-			must.Zero(t, jobmeta.Parse(pe.job("team-b", id).Meta).Requeues, must.Sprintf("%s was not requeued", id))
-		}
-	}
-	must.Eq(t, 1, jobmeta.Parse(pe.job("team-b", victim).Meta).Requeues)
-	pe.waitWhy("team-b", victim, "queued")
-
-	pe.stop("team-a", "fair")
-	resumed := pe.runningAllocs("team-b", victim, 1, 60*time.Second, map[string]bool{old[victim]: true})[0]
-	pe.checkResumed(t, victim, old[victim], resumed.ID)
-	t.Logf("fair share any class e2e: %s in all", time.Since(start).Round(time.Millisecond))
+	must.Eq(t, []string{want}, keys, must.Sprintf("decisions: %+v", pe.decisions()))
+	d := preemptions[0]
+	must.StrNotContains(t, d.Reason, "starved head")
+	must.SliceLen(t, 1, d.Victims, must.Sprintf("decision: %+v", d))
+	must.Eq(t, "team-b", d.Victims[0].Namespace)
+	must.Less(t, 5.0, d.Victims[0].LostWorkSeconds, must.Sprint("the victim checkpointed about a second before"))
+	return d
 }

@@ -74,6 +74,14 @@ type fairPreemption struct {
 	// them, not a share above the preemptor's, and victims of any class
 	// qualify.
 	head bool
+	// ent is the cohort's entitlement under Config.FairShareRule
+	// FairRuleEntitlement (nil under the gap rule); below tells whether
+	// the preemptor's tenant uses less than its entitlement of what it
+	// asks for: else no set lowers the distance (entitlement.lowers), so
+	// no victim is searched for.
+	ent   entitlement
+	below bool
+	req   quota.Vector
 }
 
 // newFairPreemption returns the fairness rule for a preemptor of tenant
@@ -84,8 +92,13 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 	if math.IsInf(after, 0) || math.IsNaN(after) {
 		return nil
 	}
-	return &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster,
-		minRun: cy.cfg.fairMinRun(), gap: cy.cfg.fairShareGap(), anyClass: cy.cfg.FairClasses == FairClassesAny}
+	f := &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster,
+		minRun: cy.cfg.fairMinRun(), gap: cy.cfg.fairShareGap(), anyClass: cy.cfg.FairClasses == FairClassesAny, req: req}
+	if cy.cfg.FairShareRule == FairRuleEntitlement {
+		f.ent = cy.entitlementOf(acct.cohort)
+		f.below = f.ent.below(acct, req)
+	}
+	return f
 }
 
 // victim reports whether v may be preempted for fairness on its own.
@@ -97,8 +110,11 @@ func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
 		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
 		return false
 	}
-	if f.head {
+	switch {
+	case f.head:
 		return v.acct.keepsNominal(v.use)
+	case f.ent != nil:
+		return f.below && f.ent.above(v.acct, v.use)
 	}
 	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+f.gap
 }
@@ -150,10 +166,29 @@ func (cy *cycle) lostTo(ns string) map[string]bool {
 	return cy.pre.lostTo[ns]
 }
 
+// noteLost records, under FairRuleEntitlement, that tenant by's
+// preemption requeues jobs of tenant ns in this cycle: within the cycle
+// too, ns does not take them back (lostTo). Without it a reclaim could
+// leave two borrowers each below its entitlement in turn, each taking a
+// job of the other in the same plan (TestPropertyFairSharePreemptionNoPingPong).
+// The gap rule's hysteresis keeps its own plans free of that, and its
+// decisions stay as they were.
+func (cy *cycle) noteLost(ns, by string) {
+	cy.lostTo(ns) // built from the snapshot first
+	if cy.pre.lostTo[ns] == nil {
+		cy.pre.lostTo[ns] = map[string]bool{}
+	}
+	cy.pre.lostTo[ns][by] = true
+}
+
 // allows reports whether a whole victim set keeps every victim tenant's
 // share, after losing all its victims of the set, the gap above the
-// preemptor's.
+// preemptor's; under FairRuleEntitlement, whether the set brings usage
+// closer to the entitlement.
 func (f *fairPreemption) allows(set []*victim) bool {
+	if f.ent != nil && !f.head {
+		return f.below && f.ent.lowers(f.acct, f.req, set, f.cluster)
+	}
 	lose := map[*account]quota.Vector{}
 	for _, v := range set {
 		if v.acct == f.acct {

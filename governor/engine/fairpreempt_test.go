@@ -163,15 +163,18 @@ func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
 	settings := map[string]struct {
 		gap     float64
 		classes string
+		rule    string
 	}{
 		"default":                           {},
 		"gap 0.02 and any class (round 20)": {gap: 0.02, classes: FairClassesAny},
+		"entitlement rule (round 21)":       {rule: FairRuleEntitlement},
+		"entitlement rule and any class":    {rule: FairRuleEntitlement, classes: FairClassesAny},
 	}
 	for name, set := range settings {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
-			cfg.FairShareGap, cfg.FairClasses = set.gap, set.classes
+			cfg.FairShareGap, cfg.FairClasses, cfg.FairShareRule = set.gap, set.classes, set.rule
 			checkNoPingPong(t, cfg)
 		})
 	}
@@ -208,7 +211,10 @@ func checkNoPingPong(t *testing.T, cfg Config) {
 					}
 					if at, ok := last[v.Namespace+">"+pr.Namespace]; ok && s.Now.Sub(at) <= time.Minute {
 						pingpong++
-						t.Logf("seed %d cycle %d: %s and %s take from each other after %s", seed, cycle, pr.Namespace, v.Namespace, s.Now.Sub(at))
+						t.Logf("seed %d cycle %d: %s and %s take from each other after %s: %s", seed, cycle, pr.Namespace, v.Namespace, s.Now.Sub(at), pr.Reason)
+						for _, q := range p.Preemptions {
+							t.Logf("   %s/%s %s %v: %s", q.Namespace, q.JobID, q.Cause, q.Victims, q.Reason)
+						}
 					}
 					last[pr.Namespace+">"+v.Namespace] = s.Now
 				}

@@ -32,6 +32,9 @@ type preemptState struct {
 	// lostTo holds, per tenant, the tenants whose preemptions requeued
 	// its jobs within reclaimWindow (fairpreempt.go; built on first use).
 	lostTo map[string]map[string]bool
+	// ents holds the cohorts' entitlements (entitlement.go; built on
+	// first use).
+	ents map[*cohort]entitlement
 }
 
 func newPreemptState() preemptState {
@@ -490,7 +493,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	}
 	cause := preemptCause(acct, s, set, passed)
 	p.Cause = cause
-	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j], cy.cfg.fairShareGap())
+	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j], s.fair)
 	if passed && cause != CauseQueueOrder {
 		p.Reason += "; " + passedReason
 	}
@@ -503,6 +506,9 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 			cy.stopVictim(v.j, why+"; stopped, not requeued (Nomad cannot hold a dispatched job)", cause, j.Key(), v.lost)
 		} else {
 			cy.requeue(v.j, why, cause, j.Key(), v.lost)
+		}
+		if v.acct != acct && cy.cfg.FairShareRule == FairRuleEntitlement {
+			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
 		v.acct.usage.Sub(v.use)
 		v.acct.version++
@@ -539,7 +545,7 @@ func preemptCause(acct *account, s *trial, set []*victim, passed bool) string {
 // class (passedHead).
 const passedReason = "jobs of its own tenant and class that were queued after it and admitted while it waited give their place back"
 
-func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool, gap float64) string {
+func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool, fair *fairPreemption) string {
 	starved := fmt.Sprintf("the job is its cohort's starved head (tenant %s uses less than %.2f of its nominal quota and the job waited past the starvation timeout)",
 		acct.t.Namespace, HoldShareMax)
 	switch {
@@ -556,8 +562,12 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 		return fmt.Sprintf("moved so the starving head (class %s) of tenant %s fits now instead of waiting for its reserved nodes to drain: every moved job fits the free capacity elsewhere at once and loses ≤ %s of work",
 			class, acct.t.Namespace, FairLostWork)
 	case CauseFairShare:
+		if fair.ent != nil {
+			return fmt.Sprintf("tenant %s uses less than its fair share of the cohort (%s) and the victims' tenants more than theirs; the preemption brings usage closer to the fair shares (victims lose ≤ %s of work)",
+				acct.t.Namespace, fair.ent.text(acct, req), FairLostWork)
+		}
 		return fmt.Sprintf("tenant %s borrows less than the victims' tenants (weighted share after this job ≥ %.2f below theirs; victims lose ≤ %s of work)",
-			acct.t.Namespace, gap, FairLostWork)
+			acct.t.Namespace, fair.gap, FairLostWork)
 	}
 	return fmt.Sprintf("tenant %s reclaims its nominal quota (%s) from tenants above theirs", acct.t.Namespace, vectorText(req))
 }

@@ -282,6 +282,10 @@ type Config struct {
 	// FairClassesNotAbove (the default, "") no higher than the
 	// preemptor's, FairClassesAny any preemptible class.
 	FairClasses string
+	// FairShareRule is the rule a fairness preemption between borrowers
+	// follows: FairRuleGap (the default, "") or FairRuleEntitlement
+	// (entitlement.go).
+	FairShareRule string
 	// RequeueRest lets a job requeued by preemption rest once it is
 	// admitted again: for RequeueRest·2^(requeues−1), at most
 	// RequeueRestMax, only a reclaim by another tenant may take it

@@ -109,6 +109,12 @@ const (
 	FairClassesAny      = engine.FairClassesAny
 )
 
+// Values of Options.Engine.FairShareRule (the engine's fair-share rules).
+const (
+	FairRuleGap         = engine.FairRuleGap
+	FairRuleEntitlement = engine.FairRuleEntitlement
+)
+
 // Values of Options.Engine.Reclaim (the engine's reclaim modes).
 const (
 	ReclaimAny          = engine.ReclaimAny

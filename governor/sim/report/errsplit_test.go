@@ -35,7 +35,9 @@ const idleMark = 12
 // floor (sizeFloor: what even free preemption could not avoid with the
 // jobs at hand) and, per tenant, the GPUs it held against its
 // entitlement and against the most a subset of its jobs could hold
-// without exceeding the entitlement. SPLIT_TENANT=1 splits what tenants lack by tenant too.
+// without exceeding the entitlement. SPLIT_TENANT=1 splits what tenants lack by tenant too;
+// SPLIT_ONSTOP=1 runs with checkpoints on stop (-checkpoint-on-stop),
+// SPLIT_RULE and SPLIT_CLASSES set fair_share_rule and fair_share_classes.
 // Run from the repository root:
 //
 //	SIMGRID_ROWS=1.2:3,1.5:1 GOMAXPROCS=1 go test -tags simgrid -run '^TestShareErrorSplit$' -v -timeout 30m ./governor/sim/report/
@@ -45,6 +47,9 @@ func TestShareErrorSplit(t *testing.T) {
 	for _, row := range standardRows(t, "1.2:3,1.5:1") {
 		opts := sim.DefaultOptions()
 		opts.Seed = row.seed
+		opts.CheckpointOnStop = os.Getenv("SPLIT_ONSTOP") != ""
+		opts.Engine.FairShareRule = os.Getenv("SPLIT_RULE")
+		opts.Engine.FairClasses = os.Getenv("SPLIT_CLASSES")
 		m := &errMeter{gpus: row.sc.Spec.GPUs(), under: map[string]float64{}, over: map[string]float64{}}
 		opts.OnCycle = m.cycle
 		r, err := sim.Run(row.sc.Spec, row.sc.Jobs, sim.Allot, opts)

@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/allot-sh/allot/governor/quota"
+)
+
+// Which rule a fairness preemption between borrowers follows
+// (Config.FairShareRule; governor config fair_share_rule).
+const (
+	// FairRuleGap (the default): the victim's tenant keeps a weighted
+	// share Config.FairShareGap above the preemptor's tenant's after the
+	// admission (fairpreempt.go).
+	FairRuleGap = "gap"
+	// FairRuleEntitlement: capacity moves only from tenants above their
+	// entitlement to a tenant below its own, and only when the move
+	// brings the tenants' usage closer to their entitlements
+	// (entitlement.lowers). A gang larger than what its tenant lacks may
+	// then take what it needs, where the gap rule waits for it to drain:
+	// measured on the simulator's grid (docs/simulator.md, round 21).
+	FairRuleEntitlement = "entitlement"
+)
+
+// entitlement holds each cohort member's weighted max-min fair share
+// (water-filling) of every governed resource: the cohort's capacity of
+// it (its members' nominal quotas, no more than the cluster holds)
+// divided among the members' demands (what their unfinished jobs ask
+// for, each no more than its hard limit), weights its nominal quota
+// times its weight. It is what the simulator scores the share error
+// against (sim.FairShare).
+type entitlement map[*account]map[string]float64
+
+// entitlementOf returns cohort co's entitlement, computed once per cycle:
+// demands do not change within a cycle (admissions and preemptions move
+// usage, not what the jobs ask for).
+func (cy *cycle) entitlementOf(co *cohort) entitlement {
+	if e, ok := cy.pre.ents[co]; ok {
+		return e
+	}
+	demand := cy.demands(co)
+	cluster := cy.clusterVector()
+	out := make(entitlement, len(co.members))
+	for _, m := range co.members {
+		out[m] = map[string]float64{}
+	}
+	weights := make([]float64, len(co.members))
+	wants := make([]float64, len(co.members))
+	for r := range co.governed {
+		capacity := co.nominal[r]
+		if c, ok := cluster[r]; ok && c < capacity {
+			capacity = c
+		}
+		for i, m := range co.members {
+			weights[i] = float64(m.t.Quota[r]) * m.t.Weight
+			want := demand[m][r]
+			if lim, ok := m.t.Limit[r]; ok && want > lim {
+				want = lim
+			}
+			wants[i] = float64(want)
+		}
+		for i, f := range waterFill(float64(capacity), weights, wants) {
+			out[co.members[i]][r] = f
+		}
+	}
+	if cy.pre.ents == nil {
+		cy.pre.ents = map[*cohort]entitlement{}
+	}
+	cy.pre.ents[co] = out
+	return out
+}
+
+// demands sums, per member of co, what its queued and running jobs ask
+// for (every allocation of every group). A queued job counts though
+// Nomad reports it dead (the governor holds it stopped); finished jobs
+// and jobs a user stopped ask for nothing.
+func (cy *cycle) demands(co *cohort) map[*account]quota.Vector {
+	out := make(map[*account]quota.Vector, len(co.members))
+	for _, m := range co.members {
+		out[m] = quota.Vector{}
+	}
+	var counts []int
+	for _, j := range cy.jobs {
+		a := cy.accts[j.Namespace]
+		if a == nil || a.cohort != co || j.StoppedByUser || !(j.State == Queued || j.Running()) {
+			continue
+		}
+		counts = counts[:0]
+		for gi := range j.Groups {
+			counts = append(counts, cy.want(j, gi))
+		}
+		out[a].Add(requestVector(j, counts))
+	}
+	return out
+}
+
+// waterFill divides capacity by weighted max-min fairness: nobody gets
+// more than it wants, and what one leaves goes to the others in
+// proportion to their weights. Entries of no weight or no want get 0.
+func waterFill(capacity float64, weights, wants []float64) []float64 {
+	out := make([]float64, len(wants))
+	var active []int
+	for i := range wants {
+		if wants[i] > 0 && weights[i] > 0 {
+			active = append(active, i)
+		}
+	}
+	// Fill in order of the level at which each is satisfied.
+	sort.SliceStable(active, func(a, b int) bool {
+		return wants[active[a]]/weights[active[a]] < wants[active[b]]/weights[active[b]]
+	})
+	left := capacity
+	for k, i := range active {
+		var sw float64
+		for _, j := range active[k:] {
+			sw += weights[j]
+		}
+		level := left / sw
+		if wants[i]/weights[i] > level {
+			for _, j := range active[k:] {
+				out[j] = level * weights[j]
+			}
+			return out
+		}
+		out[i] = wants[i]
+		left -= wants[i]
+	}
+	return out
+}
+
+// below reports whether a uses less than its entitlement of a resource
+// req asks for.
+func (e entitlement) below(a *account, req quota.Vector) bool {
+	for r, n := range req {
+		if n > 0 && a.cohort.governed[r] && float64(a.usage[r]) < e[a][r] {
+			return true
+		}
+	}
+	return false
+}
+
+// above reports whether a uses more than its entitlement of a resource
+// use holds.
+func (e entitlement) above(a *account, use quota.Vector) bool {
+	for r, n := range use {
+		if n > 0 && a.cohort.governed[r] && float64(a.usage[r]) > e[a][r] {
+			return true
+		}
+	}
+	return false
+}
+
+// lowers reports whether admitting req for preemptor p and preempting
+// set brings usage closer to the entitlement: the distance (Σ over the
+// tenants involved and the governed resources that move of
+// |usage − entitlement| ÷ the cluster's capacity of the resource) falls.
+// Every such preemption lowers that sum over all tenants and resources,
+// which only demands change, so tenants cannot take capacity back and
+// forth while the demands stay.
+func (e entitlement) lowers(p *account, req quota.Vector, set []*victim, cluster quota.Vector) bool {
+	delta := map[*account]quota.Vector{p: req.Clone()}
+	moved := map[string]bool{}
+	for r := range req {
+		moved[r] = true
+	}
+	for _, v := range set {
+		if delta[v.acct] == nil {
+			delta[v.acct] = quota.Vector{}
+		}
+		delta[v.acct].Sub(v.use)
+		for r := range v.use {
+			moved[r] = true
+		}
+	}
+	var before, after float64
+	for a, d := range delta {
+		for r := range moved {
+			if !p.cohort.governed[r] || cluster[r] <= 0 {
+				continue
+			}
+			u, ent, c := float64(a.usage[r]), e[a][r], float64(cluster[r])
+			before += math.Abs(u-ent) / c
+			after += math.Abs(u+float64(d[r])-ent) / c
+		}
+	}
+	return after < before-distanceEpsilon
+}
+
+// distanceEpsilon keeps rounding from counting as progress.
+const distanceEpsilon = 1e-9
+
+// text describes a's usage against its entitlement of the resources req
+// asks for (a preemption's reason).
+func (e entitlement) text(a *account, req quota.Vector) string {
+	var parts []string
+	for _, r := range req.Keys() {
+		if req[r] > 0 && a.cohort.governed[r] {
+			parts = append(parts, fmt.Sprintf("%s: uses %d, entitled to %.1f", r, a.usage[r], e[a][r]))
+		}
+	}
+	return strings.Join(parts, "; ")
+}

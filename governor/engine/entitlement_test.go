@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"github.com/shoenig/test/must"
+)
+
+func TestWaterFill(t *testing.T) {
+	cases := map[string]struct {
+		capacity       float64
+		weights, wants []float64
+		want           []float64
+	}{
+		"everyone wants more: by weight":           {24, []float64{8, 8, 8}, []float64{30, 30, 30}, []float64{8, 8, 8}},
+		"what one leaves goes to the others":       {24, []float64{8, 8, 8}, []float64{2, 30, 30}, []float64{2, 11, 11}},
+		"two levels":                               {24, []float64{8, 8, 8}, []float64{2, 10, 30}, []float64{2, 10, 12}},
+		"weights divide":                           {30, []float64{2, 1}, []float64{100, 100}, []float64{20, 10}},
+		"enough for all":                           {100, []float64{1, 1}, []float64{10, 20}, []float64{10, 20}},
+		"no weight or no want gets nothing":        {16, []float64{0, 8, 8}, []float64{10, 0, 30}, []float64{0, 0, 16}},
+		"no capacity":                              {0, []float64{8, 8}, []float64{4, 4}, []float64{0, 0}},
+		"unsorted input keeps its order":           {20, []float64{1, 1, 1}, []float64{30, 1, 5}, []float64{14, 1, 5}},
+		"a heavier tenant is satisfied at a level": {12, []float64{3, 1}, []float64{3, 50}, []float64{3, 9}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := waterFill(tc.capacity, tc.weights, tc.wants)
+			must.Len(t, len(tc.want), got)
+			for i := range got {
+				must.True(t, math.Abs(got[i]-tc.want[i]) < 1e-9, must.Sprintf("%v, want %v", got, tc.want))
+			}
+		})
+	}
+}
+
+// TestPropertyWaterFill: nobody gets more than it wants, nothing beyond
+// the capacity is handed out, and all of it is when the wants exceed it;
+// a tenant that gets less than it wants has a weighted level no lower
+// than anyone's.
+func TestPropertyWaterFill(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for i := 0; i < 2000; i++ {
+		n := 1 + r.Intn(6)
+		weights, wants := make([]float64, n), make([]float64, n)
+		var sum float64
+		for k := range wants {
+			weights[k], wants[k] = float64(r.Intn(5)), float64(r.Intn(40))
+			if weights[k] > 0 {
+				sum += wants[k]
+			}
+		}
+		capacity := float64(r.Intn(100))
+		got := waterFill(capacity, weights, wants)
+		var total float64
+		for k, g := range got {
+			must.True(t, g <= wants[k]+1e-9 && g >= 0, must.Sprintf("case %d: %v of %v", i, got, wants))
+			total += g
+		}
+		must.True(t, total <= capacity+1e-9, must.Sprintf("case %d", i))
+		must.True(t, math.Abs(total-math.Min(capacity, sum)) < 1e-6, must.Sprintf("case %d: %v hands out %v of %v", i, got, total, capacity))
+		for k := range got {
+			if weights[k] == 0 || got[k] >= wants[k]-1e-9 {
+				continue
+			}
+			for m := range got {
+				if weights[m] > 0 {
+					must.True(t, got[m]/weights[m] <= got[k]/weights[k]+1e-9, must.Sprintf("case %d: %v", i, got))
+				}
+			}
+		}
+	}
+}
+
+// TestFairShareEntitlementRule: under Config.FairShareRule
+// FairRuleEntitlement a borrower below its entitlement takes from a
+// borrower above its own when that brings both closer to their
+// entitlements, its job larger than what it lacks included (the gap rule
+// refuses that); tenants at their entitlement take nothing from each
+// other, and a move that overshoots more than it corrects is refused.
+func TestFairShareEntitlementRule(t *testing.T) {
+	// Quota 16 each on six 8-GPU nodes (48 GPUs). gang: a holds 16 and
+	// asks for 8 (demand 24), b holds 28, c 4: entitlements c 4, a and b
+	// 22. After: a 24, b 20, two GPUs from each entitlement instead of six.
+	gang := func() *scene {
+		sc := &scene{tenants: []*Tenant{
+			mkTenant("a").Quota("gpu", 16).Build(),
+			mkTenant("b").Quota("gpu", 16).Build(),
+			mkTenant("c").Quota("gpu", 16).Build(),
+		}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
+		return sc.run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+			run("b", "b3", "standard", "n5", 8, 1).run("b", "b4", "standard", "n6", 4, 50).
+			run("c", "c1", "standard", "n6", 4, 1).
+			queue(gpuJob("a", "gang", "standard", 8))
+	}
+	// overshoot: a holds 20 (demand 28), b 24: both entitled to 22; an
+	// 8-GPU job would leave a 6 above and b 6 below (12 from their
+	// entitlements instead of 4).
+	overshoot := func() *scene {
+		sc := &scene{tenants: []*Tenant{
+			mkTenant("a").Quota("gpu", 16).Build(),
+			mkTenant("b").Quota("gpu", 16).Build(),
+			mkTenant("c").Quota("gpu", 16).Build(),
+		}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
+		return sc.run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+			run("a", "a3", "standard", "n6", 4, 1).run("c", "c1", "standard", "n6", 4, 1).
+			run("b", "b1", "standard", "n3", 8, 1).run("b", "b2", "standard", "n4", 8, 1).run("b", "b3", "standard", "n5", 8, 1).
+			queue(gpuJob("a", "gang", "standard", 8))
+	}
+	// level: 24 GPUs, quota 8 each; a and b hold 11 each and want more,
+	// c holds 2 and wants no more: a and b are at their entitlement (11)
+	// and take nothing from each other, though the gap rule's hysteresis
+	// is all that spares b there.
+	level := func() *scene {
+		return threeTenants().run("a", "a1", "standard", "n1", 8, 1).run("b", "b1", "standard", "n2", 8, 1).
+			run("a", "a2", "standard", "n3", 3, 1).run("b", "b2", "standard", "n3", 1, 1).run("b", "b3", "standard", "n3", 2, 1).
+			run("c", "c1", "standard", "n3", 2, 1).
+			queue(gpuJob("b", "more", "standard", 4)).queue(gpuJob("a", "fair", "standard", 1))
+	}
+	// held: gang as the real stack reports it: Nomad calls a job the
+	// governor holds stopped dead, and it still asks for its 8 GPUs; a
+	// finished 8-GPU job of c's asks for nothing (else c would be entitled to
+	// 12, a and b to 18).
+	held := func() *scene {
+		sc := gang()
+		sc.jobs[len(sc.jobs)-1].Dead = true
+		done := gpuJob("c", "done", "standard", 8)
+		done.State, done.Dead = Admitted, true
+		return sc.queue(done)
+	}
+	cases := map[string]struct {
+		sc      func() *scene
+		rule    string
+		job     string
+		victims []string
+		reason  string
+	}{
+		"gap rule: the gang waits":                        {sc: gang, job: "a/gang"},
+		"entitlement: the gang takes a fresh victim":      {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: a held job Nomad calls dead asks":   {sc: held, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: no move that overshoots":            {sc: overshoot, rule: FairRuleEntitlement, job: "a/gang"},
+		"entitlement: equals at their share take nothing": {sc: level, rule: FairRuleEntitlement, job: "a/fair"},
+		"gap rule: equals take nothing":                   {sc: level, job: "a/fair"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.FairShareRule = tc.rule
+			p := Decide(cfg, tc.sc().snap())
+			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts[tc.job].Reason))
+			if tc.reason != "" {
+				must.Len(t, 1, p.Preemptions)
+				must.Eq(t, CauseFairShare, p.Preemptions[0].Cause)
+				must.StrContains(t, p.Preemptions[0].Reason, tc.reason)
+				must.StrContains(t, p.Preemptions[0].Reason, "closer to the fair shares")
+			}
+		})
+	}
+}
