@@ -62,7 +62,7 @@ func (cy *cycle) entitlementOf(co *cohort) entitlement {
 			}
 			wants[i] = float64(want)
 		}
-		for i, f := range waterFill(float64(capacity), weights, wants) {
+		for i, f := range WaterFill(float64(capacity), weights, wants) {
 			out[co.members[i]][r] = f
 		}
 	}
@@ -92,15 +92,17 @@ func (cy *cycle) demands(co *cohort) map[*account]quota.Vector {
 		for gi := range j.Groups {
 			counts = append(counts, cy.want(j, gi))
 		}
-		out[a].Add(requestVector(j, counts))
+		addRequest(out[a], j, counts)
 	}
 	return out
 }
 
-// waterFill divides capacity by weighted max-min fairness: nobody gets
+// WaterFill divides capacity by weighted max-min fairness: nobody gets
 // more than it wants, and what one leaves goes to the others in
 // proportion to their weights. Entries of no weight or no want get 0.
-func waterFill(capacity float64, weights, wants []float64) []float64 {
+// The simulator scores its share error against the same division
+// (sim.FairShare).
+func WaterFill(capacity float64, weights, wants []float64) []float64 {
 	out := make([]float64, len(wants))
 	var active []int
 	for i := range wants {

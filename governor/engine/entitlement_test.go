@@ -26,7 +26,7 @@ func TestWaterFill(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := waterFill(tc.capacity, tc.weights, tc.wants)
+			got := WaterFill(tc.capacity, tc.weights, tc.wants)
 			must.Len(t, len(tc.want), got)
 			for i := range got {
 				must.True(t, math.Abs(got[i]-tc.want[i]) < 1e-9, must.Sprintf("%v, want %v", got, tc.want))
@@ -52,7 +52,7 @@ func TestPropertyWaterFill(t *testing.T) {
 			}
 		}
 		capacity := float64(r.Intn(100))
-		got := waterFill(capacity, weights, wants)
+		got := WaterFill(capacity, weights, wants)
 		var total float64
 		for k, g := range got {
 			must.True(t, g <= wants[k]+1e-9 && g >= 0, must.Sprintf("case %d: %v of %v", i, got, wants))
@@ -73,6 +73,16 @@ func TestPropertyWaterFill(t *testing.T) {
 	}
 }
 
+// sixNodes: a, b and c, nominal 16 GPUs each (no limits), on six 8-GPU
+// nodes.
+func sixNodes() *scene {
+	return &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 16).Build(),
+		mkTenant("b").Quota("gpu", 16).Build(),
+		mkTenant("c").Quota("gpu", 16).Build(),
+	}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
+}
+
 // TestFairShareEntitlementRule: under Config.FairShareRule
 // FairRuleEntitlement a borrower below its entitlement takes from a
 // borrower above its own when that brings both closer to their
@@ -84,12 +94,7 @@ func TestFairShareEntitlementRule(t *testing.T) {
 	// asks for 8 (demand 24), b holds 28, c 4: entitlements c 4, a and b
 	// 22. After: a 24, b 20, two GPUs from each entitlement instead of six.
 	gang := func() *scene {
-		sc := &scene{tenants: []*Tenant{
-			mkTenant("a").Quota("gpu", 16).Build(),
-			mkTenant("b").Quota("gpu", 16).Build(),
-			mkTenant("c").Quota("gpu", 16).Build(),
-		}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
-		return sc.run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
 			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
 			run("b", "b3", "standard", "n5", 8, 1).run("b", "b4", "standard", "n6", 4, 50).
 			run("c", "c1", "standard", "n6", 4, 1).
@@ -99,12 +104,7 @@ func TestFairShareEntitlementRule(t *testing.T) {
 	// 8-GPU job would leave a 6 above and b 6 below (12 from their
 	// entitlements instead of 4).
 	overshoot := func() *scene {
-		sc := &scene{tenants: []*Tenant{
-			mkTenant("a").Quota("gpu", 16).Build(),
-			mkTenant("b").Quota("gpu", 16).Build(),
-			mkTenant("c").Quota("gpu", 16).Build(),
-		}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
-		return sc.run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
 			run("a", "a3", "standard", "n6", 4, 1).run("c", "c1", "standard", "n6", 4, 1).
 			run("b", "b1", "standard", "n3", 8, 1).run("b", "b2", "standard", "n4", 8, 1).run("b", "b3", "standard", "n5", 8, 1).
 			queue(gpuJob("a", "gang", "standard", 8))

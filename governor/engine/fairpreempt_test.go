@@ -90,11 +90,7 @@ func TestFairShareSettings(t *testing.T) {
 	// bHeld and gives back a 1-GPU job; c holds the rest, below its
 	// nominal, lending what b borrows.
 	scene := func(bHeld int, victimClass string) *scene {
-		sc := &scene{tenants: []*Tenant{
-			mkTenant("a").Quota("gpu", 16).Build(),
-			mkTenant("b").Quota("gpu", 16).Build(),
-			mkTenant("c").Quota("gpu", 16).Build(),
-		}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8), gpuNode("n5", 8), gpuNode("n6", 8)}}
+		sc := sixNodes()
 		// b's jobs but "one" would lose 50 minutes: no fairness victims.
 		sc.run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
 			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).

@@ -36,6 +36,12 @@ func Request(j *Job) quota.Vector {
 
 func requestVector(j *Job, missing []int) quota.Vector {
 	v := quota.Vector{}
+	addRequest(v, j, missing)
+	return v
+}
+
+// addRequest adds to v what requestVector(j, missing) holds.
+func addRequest(v quota.Vector, j *Job, missing []int) {
 	for i, g := range j.Groups {
 		n := int64(missing[i])
 		if n <= 0 {
@@ -50,7 +56,6 @@ func requestVector(j *Job, missing []int) quota.Vector {
 			}
 		}
 	}
-	return v
 }
 
 // withModels is the request of j with device counts taken from where the

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 // Stats summarises durations.
@@ -293,53 +295,11 @@ func (r *Result) claim(s Sample) []int {
 // (water-filling): nobody gets more than its demand, and what one leaves
 // goes to the others in proportion to their weights.
 func FairShare(capacity int, weights, demand []int) []float64 {
-	out := make([]float64, len(demand))
-	left := float64(capacity)
-	active := map[int]bool{}
-	for i, d := range demand {
-		if d > 0 && weights[i] > 0 {
-			active[i] = true
-		}
+	w, d := make([]float64, len(weights)), make([]float64, len(demand))
+	for i := range demand {
+		w[i], d[i] = float64(weights[i]), float64(demand[i])
 	}
-	for len(active) > 0 && left > 1e-9 {
-		var w float64
-		for i := range active {
-			w += float64(weights[i])
-		}
-		capped := false
-		for i := range active {
-			give := left * float64(weights[i]) / w
-			if out[i]+give >= float64(demand[i]) {
-				capped = true
-			}
-		}
-		if !capped {
-			for i := range active {
-				out[i] += left * float64(weights[i]) / w
-			}
-			return out
-		}
-		used := 0.0
-		for _, i := range sortedKeys(active) {
-			give := left * float64(weights[i]) / w
-			if out[i]+give >= float64(demand[i]) {
-				used += float64(demand[i]) - out[i]
-				out[i] = float64(demand[i])
-				delete(active, i)
-			}
-		}
-		left -= used
-	}
-	return out
-}
-
-func sortedKeys(m map[int]bool) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Ints(out)
-	return out
+	return engine.WaterFill(float64(capacity), w, d)
 }
 
 func jain(ss []TenantShare) float64 {
