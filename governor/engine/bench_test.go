@@ -72,6 +72,16 @@ func BenchmarkDecidePreemption(b *testing.B) {
 	benchDecide(b, testConfig(), []int{1000, 10000}, []int{100, 1000})
 }
 
+// BenchmarkDecideEntitlement is BenchmarkDecidePreemption under the
+// entitlement fair-share rule with any class (fair_share_rule =
+// "entitlement", fair_share_classes = "any"): each cohort's entitlement
+// is computed once per cycle from every job's demand.
+func BenchmarkDecideEntitlement(b *testing.B) {
+	cfg := testConfig()
+	cfg.FairShareRule, cfg.FairClasses = FairRuleEntitlement, FairClassesAny
+	benchDecide(b, cfg, []int{1000, 10000}, []int{100, 1000})
+}
+
 // BenchmarkDecideStopping is BenchmarkDecidePreemption (10k pending, 1k
 // nodes, 100 tenants) with every tenth running allocation stopping (a
 // preemption Nomad has not finished: it holds its node, not its tenant's
