@@ -130,6 +130,18 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		done.State, done.Dead = Admitted, true
 		return sc.queue(done)
 	}
+	// own: a borrows 24 (a3 low) on a full cluster and asks for a
+	// standard 8-GPU job at its entitlement (demands a 32, b 16, c 8:
+	// entitled 24, 16, 8): no fairness preemption, but its own low job
+	// gives way as under the gap rule (the rule once refused any set
+	// while the tenant was not below its entitlement, own jobs alone
+	// included).
+	own := func() *scene {
+		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+			run("a", "a3", "low", "n3", 8, 1).run("b", "b1", "standard", "n4", 8, 1).run("b", "b2", "standard", "n5", 8, 1).
+			run("c", "c1", "standard", "n6", 8, 1).
+			queue(gpuJob("a", "hi", "standard", 8))
+	}
 	cases := map[string]struct {
 		sc      func() *scene
 		rule    string
@@ -137,12 +149,14 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		victims []string
 		reason  string
 	}{
-		"gap rule: the gang waits":                        {sc: gang, job: "a/gang"},
-		"entitlement: the gang takes a fresh victim":      {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"entitlement: a held job Nomad calls dead asks":   {sc: held, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"entitlement: no move that overshoots":            {sc: overshoot, rule: FairRuleEntitlement, job: "a/gang"},
-		"entitlement: equals at their share take nothing": {sc: level, rule: FairRuleEntitlement, job: "a/fair"},
-		"gap rule: equals take nothing":                   {sc: level, job: "a/fair"},
+		"gap rule: the gang waits":                                                {sc: gang, job: "a/gang"},
+		"entitlement: the gang takes a fresh victim":                              {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: a held job Nomad calls dead asks":                           {sc: held, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: no move that overshoots":                                    {sc: overshoot, rule: FairRuleEntitlement, job: "a/gang"},
+		"entitlement: equals at their share take nothing":                         {sc: level, rule: FairRuleEntitlement, job: "a/fair"},
+		"gap rule: equals take nothing":                                           {sc: level, job: "a/fair"},
+		"gap rule: a borrower's own lower class gives way":                        {sc: own, job: "a/hi", victims: []string{"a3<-a/hi"}},
+		"entitlement: a borrower's own lower class gives way, at its entitlement": {sc: own, rule: FairRuleEntitlement, job: "a/hi", victims: []string{"a3<-a/hi"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

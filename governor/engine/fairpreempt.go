@@ -187,7 +187,9 @@ func (cy *cycle) noteLost(ns, by string) {
 // closer to the entitlement.
 func (f *fairPreemption) allows(set []*victim) bool {
 	if f.ent != nil && !f.head {
-		return f.below && f.ent.lowers(f.acct, f.req, set, f.cluster)
+		// The tenant's own lower-class jobs are no fairness victims: a
+		// set of only those moves nothing between tenants.
+		return !f.takesFromOthers(set) || (f.below && f.ent.lowers(f.acct, f.req, set, f.cluster))
 	}
 	lose := map[*account]quota.Vector{}
 	for _, v := range set {
@@ -211,6 +213,17 @@ func (f *fairPreemption) allows(set []*victim) bool {
 		}
 	}
 	return true
+}
+
+// takesFromOthers reports whether set holds a job of another tenant
+// than the preemptor's.
+func (f *fairPreemption) takesFromOthers(set []*victim) bool {
+	for _, v := range set {
+		if v.acct != f.acct {
+			return true
+		}
+	}
+	return false
 }
 
 // shareOf is a's weighted dominant share (account.computeShare) with
