@@ -203,7 +203,7 @@ func TestReclaimModeReachesTheEngine(t *testing.T) {
 // engine: on a contended two days (32 standard nodes, load 1.2, seed 2,
 // checkpoints on stop) each alone lets fairness take more victims than
 // the default (measured: 124 preemptions; gap 0.02: 192; any class: 175;
-// the entitlement rule: 151, share error 0.114 → 0.083).
+// the entitlement rule: 173, share error 0.114 → 0.113).
 func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	preemptions := func(args ...string) int {
 		sums := runJSON(t, append([]string{"-cluster", "../../" + sim.DefaultCluster, "-nodes", "32", "-jobs", "1000", "-span", "48h", "-load", "1.2", "-seed", "2",

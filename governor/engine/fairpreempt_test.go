@@ -161,10 +161,10 @@ func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
 		classes string
 		rule    string
 	}{
-		"default":                           {},
-		"gap 0.02 and any class (round 20)": {gap: 0.02, classes: FairClassesAny},
-		"entitlement rule (round 21)":       {rule: FairRuleEntitlement},
-		"entitlement rule and any class":    {rule: FairRuleEntitlement, classes: FairClassesAny},
+		"gap rule (the engine's zero value)": {},
+		"gap 0.02 and any class (round 20)":  {gap: 0.02, classes: FairClassesAny},
+		"entitlement rule (round 21)":        {rule: FairRuleEntitlement},
+		"entitlement rule and any class":     {rule: FairRuleEntitlement, classes: FairClassesAny},
 	}
 	for name, set := range settings {
 		t.Run(name, func(t *testing.T) {

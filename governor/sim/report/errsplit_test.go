@@ -37,7 +37,8 @@ const idleMark = 12
 // entitlement and against the most a subset of its jobs could hold
 // without exceeding the entitlement. SPLIT_TENANT=1 splits what tenants lack by tenant too;
 // SPLIT_ONSTOP=1 runs with checkpoints on stop (-checkpoint-on-stop),
-// SPLIT_RULE and SPLIT_CLASSES set fair_share_rule and fair_share_classes.
+// SPLIT_RULE and SPLIT_CLASSES set fair_share_rule and fair_share_classes
+// (unset: the governor's defaults).
 // Run from the repository root:
 //
 //	SIMGRID_ROWS=1.2:3,1.5:1 GOMAXPROCS=1 go test -tags simgrid -run '^TestShareErrorSplit$' -v -timeout 30m ./governor/sim/report/
@@ -48,8 +49,12 @@ func TestShareErrorSplit(t *testing.T) {
 		opts := sim.DefaultOptions()
 		opts.Seed = row.seed
 		opts.CheckpointOnStop = os.Getenv("SPLIT_ONSTOP") != ""
-		opts.Engine.FairShareRule = os.Getenv("SPLIT_RULE")
-		opts.Engine.FairClasses = os.Getenv("SPLIT_CLASSES")
+		if rule := os.Getenv("SPLIT_RULE"); rule != "" {
+			opts.Engine.FairShareRule = rule
+		}
+		if classes := os.Getenv("SPLIT_CLASSES"); classes != "" {
+			opts.Engine.FairClasses = classes
+		}
 		m := &errMeter{gpus: row.sc.Spec.GPUs(), under: map[string]float64{}, over: map[string]float64{}}
 		opts.OnCycle = m.cycle
 		r, err := sim.Run(row.sc.Spec, row.sc.Jobs, sim.Allot, opts)
