@@ -153,3 +153,25 @@ func fairShareDecision(t *testing.T, pe *preemptEnv, want string) allotapi.Decis
 	must.Less(t, 5.0, d.Victims[0].LostWorkSeconds, must.Sprint("the victim checkpointed about a second before"))
 	return d
 }
+
+// TestE2E_OwnClassWhileBorrowingEntitlement: under fair_share_rule =
+// "entitlement" a borrowing tenant's higher-class job still takes its own
+// lower-class job (docs/simulator.md, round 22: round 21's rule refused
+// it). Two 4-GPU clients; team-a (nominal 4, limit 8) runs two low
+// trainers on all 8 GPUs, borrowing team-b's idle 4; its standard job s1
+// then preempts one of them (cause priority) and runs.
+func TestE2E_OwnClassWhileBorrowingEntitlement(t *testing.T) {
+	e := newPreemptEnvWith(t, "fair_share_rule = \"entitlement\"\n")
+	for _, id := range []string{"l1", "l2"} {
+		e.train("team-a", id, "low", 1, 4, "-step-time", "100ms", "-save-every", "5")
+		e.runningAllocs("team-a", id, 1, 60*time.Second, nil)
+	}
+	e.train("team-a", "s1", "standard", 1, 4, "-step-time", "100ms")
+	p := e.awaitPreemptions("team-a", 1)
+	must.SliceLen(t, 1, p)
+	must.Eq(t, "s1", p[0].JobID)
+	must.Eq(t, "priority", p[0].Cause)
+	must.SliceLen(t, 1, p[0].Victims)
+	must.SliceContains(t, []string{"l1", "l2"}, p[0].Victims[0].JobID, must.Sprint("team-a's own low job gives way"))
+	e.runningAllocs("team-a", "s1", 1, 90*time.Second, nil)
+}
