@@ -41,10 +41,7 @@ func TestE2E_SlowStopReclaimsOnce(t *testing.T) {
 	}
 
 	e.train("team-b", "b1", "standard", 1, 4, "-step-time", "200ms")
-	first := e.awaitPreemptions("team-b", 1)
-	must.SliceLen(t, 1, first)
-	must.Eq(t, "b1", first[0].JobID)
-	must.Eq(t, "reclaim", first[0].Cause)
+	e.awaitOnePreemption("team-b", "b1", "reclaim")
 
 	e.train("team-b", "b2", "standard", 1, 2, "-step-time", "200ms")
 	// b1 runs once its victim is gone; every cycle until then (about 30,
@@ -68,6 +65,18 @@ func (e *preemptEnv) preemptionsBy(ns string) []allotapi.Decision {
 		}
 	}
 	return out
+}
+
+// awaitOnePreemption waits for the first preemption by a preemptor in
+// namespace ns, checks that it is the only one, by job, of cause, and
+// returns it.
+func (e *preemptEnv) awaitOnePreemption(ns, job, cause string) allotapi.Decision {
+	e.t.Helper()
+	p := e.awaitPreemptions(ns, 1)
+	must.SliceLen(e.t, 1, p)
+	must.Eq(e.t, job, p[0].JobID)
+	must.Eq(e.t, cause, p[0].Cause)
+	return p[0]
 }
 
 // awaitPreemptions waits (30 s at most) until preemptors in namespace

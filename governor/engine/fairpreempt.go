@@ -186,10 +186,13 @@ func (cy *cycle) noteLost(ns, by string) {
 // preemptor's; under FairRuleEntitlement, whether the set brings usage
 // closer to the entitlement.
 func (f *fairPreemption) allows(set []*victim) bool {
+	// The tenant's own lower-class jobs are no fairness victims: a set of
+	// only those moves nothing between tenants, under either rule.
+	if !f.takesFromOthers(set) {
+		return true
+	}
 	if f.ent != nil && !f.head {
-		// The tenant's own lower-class jobs are no fairness victims: a
-		// set of only those moves nothing between tenants.
-		return !f.takesFromOthers(set) || (f.below && f.ent.lowers(f.acct, f.req, set, f.cluster))
+		return f.below && f.ent.lowers(f.acct, f.req, set, f.cluster)
 	}
 	lose := map[*account]quota.Vector{}
 	for _, v := range set {
