@@ -91,6 +91,7 @@ func runCommand() *cli.Command {
 			&cli.Float64Flag{Name: "fair-share-gap", Usage: "override how far above the preemptor's tenant's weighted share a fair-share victim's tenant must stay (allot; default: the governor's, 0.1; see docs/governor.md)"},
 			&cli.StringFlag{Name: "fair-share-classes", Usage: "override which classes a fair-share preemption may take: not-above or any (allot; default: the governor's, not-above; see docs/governor.md)"},
 			&cli.StringFlag{Name: "fair-share-rule", Usage: "override the rule a fair-share preemption follows: gap or entitlement (allot; default: the governor's, gap; see docs/governor.md)"},
+			&cli.StringFlag{Name: "queue-order", Usage: "override how the queue orders jobs of different tenants: class or share (allot; default: the governor's, class; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
 			&cli.BoolFlag{Name: "checkpoint-on-stop", Usage: "jobs save a checkpoint when stopped, as ckpt driver tasks do on request: a preemption loses no work (all policies; default: work since the last periodic checkpoint is lost)"},
@@ -137,6 +138,7 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 		{"reclaim", &ec.Reclaim, []string{gsim.ReclaimAny, gsim.ReclaimCheckpointed}},
 		{"fair-share-classes", &ec.FairClasses, []string{gsim.FairClassesNotAbove, gsim.FairClassesAny}},
 		{"fair-share-rule", &ec.FairShareRule, []string{gsim.FairRuleGap, gsim.FairRuleEntitlement}},
+		{"queue-order", &ec.QueueOrder, []string{gsim.QueueOrderClass, gsim.QueueOrderShare}},
 	} {
 		if err := modeFlag(c, m.flag, m.dst, m.modes...); err != nil {
 			return err
@@ -174,6 +176,7 @@ var engineSettingFlags = []struct{ flag, setting string }{
 	{"fair-share-gap", "fair_share_gap"},
 	{"fair-share-classes", "fair_share_classes"},
 	{"fair-share-rule", "fair_share_rule"},
+	{"queue-order", "queue_order"},
 }
 
 // overriddenSettings names the governor settings the command line

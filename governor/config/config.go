@@ -60,6 +60,11 @@ type Config struct {
 	// follows: FairRuleGap (default) or FairRuleEntitlement
 	// (engine.Config.FairShareRule).
 	FairShareRule string
+	// QueueOrder orders the queue across tenants: QueueOrderClass
+	// (default; class priority, then the tenants' shares) or
+	// QueueOrderShare (the tenants' shares, then class within a tenant;
+	// engine.Config.QueueOrder).
+	QueueOrder string
 	// RequeueRest is how long a job requeued by preemption rests once
 	// admitted again, doubling per requeue up to an hour, before any
 	// preemption but another tenant's reclaim may take it
@@ -154,6 +159,13 @@ const (
 	FairRuleEntitlement = engine.FairRuleEntitlement
 )
 
+// Values of Config.QueueOrder (engine.QueueOrderClass,
+// engine.QueueOrderShare).
+const (
+	QueueOrderClass = engine.QueueOrderClass
+	QueueOrderShare = engine.QueueOrderShare
+)
+
 // Values of Config.Reclaim (engine.ReclaimAny, engine.ReclaimCheckpointed).
 const (
 	ReclaimAny          = engine.ReclaimAny
@@ -196,6 +208,7 @@ func Default() Config {
 		FairShareGap:      engine.FairShareGap,
 		FairShareClasses:  FairClassesNotAbove,
 		FairShareRule:     FairRuleGap,
+		QueueOrder:        QueueOrderClass,
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
 		BackoffCap:        10 * time.Minute,
@@ -292,6 +305,10 @@ func (c *Config) Validate() error {
 	if c.FairShareRule != FairRuleGap && c.FairShareRule != FairRuleEntitlement {
 		errs = append(errs, fmt.Errorf("fair_share_rule %q: must be %q (a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's) or %q (capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares)",
 			c.FairShareRule, FairRuleGap, FairRuleEntitlement))
+	}
+	if c.QueueOrder != QueueOrderClass && c.QueueOrder != QueueOrderShare {
+		errs = append(errs, fmt.Errorf("queue_order %q: must be %q (class priority first, then the tenants' weighted shares) or %q (the tenant with the lowest weighted share first, each tenant's jobs by class)",
+			c.QueueOrder, QueueOrderClass, QueueOrderShare))
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

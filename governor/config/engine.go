@@ -11,7 +11,7 @@ func (c Config) Engine() engine.Config {
 		DisablePreemption: c.DisablePreemption, BackoffBase: c.BackoffBase, BackoffCap: c.BackoffCap,
 		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern, Placement: c.Placement,
 		Reclaim: c.Reclaim, FairShareGap: c.FairShareGap, FairClasses: c.FairShareClasses,
-		FairShareRule: c.FairShareRule}
+		FairShareRule: c.FairShareRule, QueueOrder: c.QueueOrder}
 	for name, cl := range c.Classes {
 		ec.Classes[name] = engine.Class{Priority: cl.Priority, Preemptible: cl.Preemptible, Restricted: cl.Restricted}
 	}

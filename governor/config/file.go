@@ -22,6 +22,7 @@ type fileConfig struct {
 	FairShareGap      *float64     `hcl:"fair_share_gap"`
 	FairShareClasses  *string      `hcl:"fair_share_classes"`
 	FairShareRule     *string      `hcl:"fair_share_rule"`
+	QueueOrder        *string      `hcl:"queue_order"`
 	RequeueRest       *string      `hcl:"requeue_rest"`
 	GangTimeout       *string      `hcl:"gang_timeout"`
 	CycleInterval     *string      `hcl:"cycle_interval"`
@@ -95,6 +96,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 	setStr(&c.Reclaim, f.Reclaim)
 	setStr(&c.FairShareClasses, f.FairShareClasses)
 	setStr(&c.FairShareRule, f.FairShareRule)
+	setStr(&c.QueueOrder, f.QueueOrder)
 	if f.FairShareGap != nil {
 		c.FairShareGap = *f.FairShareGap
 	}

@@ -145,3 +145,29 @@ func TestFairShareSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueOrderSetting: queue_order reaches the engine ("class" by
+// default); any other value is refused with what is allowed.
+func TestQueueOrderSetting(t *testing.T) {
+	cases := map[string]struct {
+		file, want, wantErr string
+	}{
+		"default":             {file: ``, want: engine.QueueOrderClass},
+		"share":               {file: `queue_order = "share"`, want: engine.QueueOrderShare},
+		"class spelled out":   {file: `queue_order = "class"`, want: engine.QueueOrderClass},
+		"another order":       {file: `queue_order = "fifo"`, wantErr: `queue_order "fifo": must be "class" (class priority first, then the tenants' weighted shares) or "share" (`},
+		"empty":               {file: `queue_order = ""`, wantErr: `queue_order "": must be "class"`},
+		"letter case counts":  {file: `queue_order = "Share"`, wantErr: `queue_order "Share"`},
+		"a number is refused": {file: `queue_order = 2`, wantErr: `queue_order "2": must be`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
+				return
+			}
+			must.EqOp(t, tc.want, c.QueueOrder)
+			must.EqOp(t, tc.want, c.Engine().QueueOrder, must.Sprint("the engine orders by it"))
+		})
+	}
+}

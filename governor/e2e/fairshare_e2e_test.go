@@ -172,3 +172,40 @@ func TestE2E_OwnClassWhileBorrowingEntitlement(t *testing.T) {
 	must.SliceContains(t, []string{"l1", "l2"}, p.Victims[0].JobID, must.Sprint("team-a's own low job gives way"))
 	e.runningAllocs("team-a", "s1", 1, 90*time.Second, nil)
 }
+
+// TestE2E_QueueOrderShare: with queue_order = "share" (docs/governor.md,
+// "Queue order by share"; round 23 in docs/simulator.md) the GPUs a job
+// frees go to the tenant with the lower weighted share, though its job
+// is of a lower class and was queued later. Three clients of 8 GPUs;
+// team-a (nominal 24) runs three high 8-GPU trainers, all it may use;
+// its fourth, next (high, 8 GPUs), waits, and then team-b's small (low,
+// 1 GPU; team-b holds nothing) waits too: no room, and no victim (team-a
+// is within its nominal, and neither job outranks one of its own). When
+// a1 stops, the class order would admit next onto the freed client;
+// the share order admits small there first, and next, with 7 GPUs free,
+// keeps waiting on fit.
+func TestE2E_QueueOrderShare(t *testing.T) {
+	start := time.Now()
+	pe := newCkptEnv(t, `cycle_interval = "1s"
+queue_order = "share"
+`, map[string]map[string]string{
+		"team-a": {"allot.quota.gpu": "24", "allot.limit.gpu": "24"},
+		"team-b": {"allot.quota.gpu": "8", "allot.limit.gpu": "8"},
+	})
+	for _, id := range []string{"a1", "a2", "a3"} {
+		pe.train("team-a", id, "high", 1, 8, "-step-time", "100ms")
+		pe.runningAllocs("team-a", id, 1, 90*time.Second, nil)
+	}
+	pe.train("team-a", "next", "high", 1, 8, "-step-time", "100ms")
+	pe.waitWhy("team-a", "next", "queued")
+	pe.train("team-b", "small", "low", 1, 1, "-step-time", "100ms")
+	w := pe.waitWhy("team-b", "small", "queued")
+	must.EqOp(t, 1, w.Position, must.Sprintf("team-b's low job stands first: %+v", w))
+	must.EqOp(t, 2, pe.why("team-a", "next").Position)
+
+	pe.stop("team-a", "a1")
+	pe.runningAllocs("team-b", "small", 1, 60*time.Second, nil)
+	next := pe.waitWhy("team-a", "next", "queued", "fit")
+	t.Logf("team-a/next: %s", next.Reason)
+	t.Logf("queue order share e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}

@@ -8,7 +8,8 @@ import (
 
 // fairWalk yields the queue in admission order with fair share
 // recomputed after each job: within one tier (owed preemptors, then
-// class priority) the next job is the oldest of the tenant whose weighted
+// class priority or, under QueueOrderShare, all preemptible classes
+// together) the next job is the first, by class and age, of the tenant whose weighted
 // dominant share is lowest now, so a tenant's admissions this cycle push
 // its later jobs back behind tenants that got nothing yet.
 type fairWalk struct {
@@ -45,7 +46,7 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 	var byNS map[string]*tenantQueue
 	for i := range q {
 		e := &q[i]
-		if i == 0 || e.owed != q[i-1].owed || e.prio != q[i-1].prio {
+		if i == 0 || e.owed != q[i-1].owed || e.tier != q[i-1].tier {
 			w.tiers = append(w.tiers, nil)
 			byNS = map[string]*tenantQueue{}
 		}

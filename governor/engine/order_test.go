@@ -19,12 +19,43 @@ func TestQueueOrder(t *testing.T) {
 	// One node with no free GPU: nothing is admitted, so the queue shows
 	// the order itself.
 	full := func() []*Node { return []*Node{gpuNode("n1", 0)} }
+	// a's weighted share is 0.4, b's 0.2.
+	shares := func() ([]*Tenant, []*Alloc) {
+		return []*Tenant{mkTenant("a").Quota("cpu", 1000).Classes("production").Build(), mkTenant("b").Quota("cpu", 1000).Weight(4).Build()},
+			[]*Alloc{alloc("a", "x", "g", "n1", 400, 0, nil), alloc("b", "y", "g", "n1", 800, 0, nil)}
+	}
+	job := func(ns, id, class string, minutes int) *Job {
+		return mkJob(ns, id).Class(class).Pool("gpu").Device("gpu", 1).QueuedAt(t0.Add(time.Duration(minutes) * time.Minute)).Build()
+	}
+	shareTenants, shareAllocs := shares()
 	cases := map[string]struct {
+		order   string
 		tenants []*Tenant
 		allocs  []*Alloc
 		jobs    []*Job
 		want    []string
 	}{
+		"class order: a higher class first, whatever the tenant's share": {
+			tenants: shareTenants, allocs: shareAllocs,
+			jobs: []*Job{job("a", "high", "high", 1), job("b", "low", "low", 0)},
+			want: []string{"a/high", "b/low"},
+		},
+		"share order: the lower share first, whatever the class": {
+			order: QueueOrderShare, tenants: shareTenants, allocs: shareAllocs,
+			jobs: []*Job{job("a", "high", "high", 0), job("b", "low", "low", 1), job("b", "best", "best-effort", 0)},
+			want: []string{"b/low", "b/best", "a/high"},
+		},
+		"share order: a tenant's own jobs by class, then queued-at": {
+			order:   QueueOrderShare,
+			tenants: []*Tenant{mkTenant("a").Build()},
+			jobs:    []*Job{job("a", "low", "low", 0), job("a", "high2", "high", 2), job("a", "high1", "high", 1)},
+			want:    []string{"a/high1", "a/high2", "a/low"},
+		},
+		"share order: a class that is never a victim still goes first": {
+			order: QueueOrderShare, tenants: shareTenants, allocs: shareAllocs,
+			jobs: []*Job{job("b", "std", "standard", 0), job("a", "prod", "production", 1)},
+			want: []string{"a/prod", "b/std"},
+		},
 		"class priority first": {
 			tenants: []*Tenant{mkTenant("a").Build()},
 			jobs: []*Job{
@@ -55,7 +86,9 @@ func TestQueueOrder(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := Decide(testConfig(), snap(tc.tenants, full(), tc.allocs, tc.jobs...))
+			cfg := testConfig()
+			cfg.QueueOrder = tc.order
+			p := Decide(cfg, snap(tc.tenants, full(), tc.allocs, tc.jobs...))
 			must.Eq(t, tc.want, queueIDs(p))
 		})
 	}

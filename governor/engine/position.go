@@ -14,8 +14,9 @@ func QueuePosition(p *Plan, cfg Config, j *Job, class string) (overall, tenant i
 	return NewPositions(p, cfg).Of(j, class)
 }
 
-// Positions indexes a plan's queue by the order key (class priority ↓,
-// share ↑, queued-at ↑) so a position costs a binary search, not a walk
+// Positions indexes a plan's queue by the order key (tier ↓, share ↑,
+// class priority ↓, queued-at ↑; the tier is the class priority unless
+// Config.QueueOrder is QueueOrderShare) so a position costs a binary search, not a walk
 // of the queue. Build it once per plan; it is read-only afterwards.
 type Positions struct {
 	cfg      Config
@@ -28,6 +29,7 @@ type Positions struct {
 
 // posKey is one queued job's order key.
 type posKey struct {
+	tier  int
 	prio  int
 	share float64
 	at    time.Time
@@ -35,15 +37,40 @@ type posKey struct {
 }
 
 // before tells whether a stands ahead of a job with key b: a higher
-// class, a lower share, or an earlier or equal queued-at.
+// tier, a lower share, a higher class, or an earlier or equal queued-at.
 func (a posKey) before(b posKey) bool {
-	if a.prio != b.prio {
-		return a.prio > b.prio
-	}
-	if a.share != b.share {
-		return a.share < b.share
+	if c := a.cmp(b); c != 0 {
+		return c < 0
 	}
 	return !a.at.After(b.at)
+}
+
+// cmp compares the parts of two keys before queued-at: −1 when a goes
+// first, 1 when b does, 0 when they tie.
+func (a posKey) cmp(b posKey) int {
+	switch {
+	case a.tier != b.tier:
+		return boolCmp(a.tier > b.tier)
+	case a.share != b.share:
+		return boolCmp(a.share < b.share)
+	case a.prio != b.prio:
+		return boolCmp(a.prio > b.prio)
+	}
+	return 0
+}
+
+// boolCmp is −1 when first, else 1.
+func boolCmp(first bool) int {
+	if first {
+		return -1
+	}
+	return 1
+}
+
+// keyOf is the order key of a job of tenant ns and class, queued at at.
+func (ps *Positions) keyOf(ns, class string, at time.Time, key string) posKey {
+	cl := ps.cfg.Classes[class]
+	return posKey{tier: ps.cfg.queueTier(cl), prio: cl.Priority, share: ps.shares[ns], at: at, key: key}
 }
 
 // NewPositions indexes plan p's queue.
@@ -53,7 +80,7 @@ func NewPositions(p *Plan, cfg Config) *Positions {
 		ps.shares[t.Namespace] = t.DominantShare
 	}
 	for _, v := range p.Queue {
-		k := posKey{prio: cfg.Classes[v.Class].Priority, share: ps.shares[v.Namespace], at: v.QueuedAt, key: v.Namespace + "/" + v.JobID}
+		k := ps.keyOf(v.Namespace, v.Class, v.QueuedAt, v.Namespace+"/"+v.JobID)
 		ps.all = append(ps.all, k)
 		ps.queued[k.key] = k
 		ps.byTenant[v.Namespace] = append(ps.byTenant[v.Namespace], k)
@@ -61,11 +88,8 @@ func NewPositions(p *Plan, cfg Config) *Positions {
 	order := func(ks []posKey) {
 		sort.Slice(ks, func(a, b int) bool {
 			x, y := ks[a], ks[b]
-			if x.prio != y.prio {
-				return x.prio > y.prio
-			}
-			if x.share != y.share {
-				return x.share < y.share
+			if c := x.cmp(y); c != 0 {
+				return c < 0
 			}
 			return x.at.Before(y.at)
 		})
@@ -79,7 +103,7 @@ func NewPositions(p *Plan, cfg Config) *Positions {
 
 // Of returns j's 1-based position overall and within its tenant.
 func (ps *Positions) Of(j *Job, class string) (overall, tenant int) {
-	k := posKey{prio: ps.cfg.Classes[class].Priority, share: ps.shares[j.Namespace], at: j.QueuedAt, key: j.Key()}
+	k := ps.keyOf(j.Namespace, class, j.QueuedAt, j.Key())
 	overall, tenant = 1+ahead(ps.all, k), 1+ahead(ps.byTenant[j.Namespace], k)
 	// j itself, when queued already, does not stand ahead of itself.
 	if self, ok := ps.queued[k.key]; ok && self.before(k) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,14 +17,24 @@ func linearPosition(p *Plan, cfg Config, j *Job, class string) (overall, tenant 
 	for _, t := range p.Tenants {
 		shares[t.Namespace] = t.DominantShare
 	}
-	prio, share := cfg.Classes[class].Priority, shares[j.Namespace]
+	// The tier: class priority, or under QueueOrderShare one for every
+	// preemptible class, after the others.
+	tier := func(c Class) int {
+		if cfg.QueueOrder == QueueOrderShare && c.Preemptible {
+			return -1000
+		}
+		return c.Priority
+	}
+	cl := cfg.Classes[class]
+	key := []float64{-float64(tier(cl)), shares[j.Namespace], -float64(cl.Priority)}
 	overall, tenant = 1, 1
 	for _, v := range p.Queue {
 		if v.Namespace == j.Namespace && v.JobID == j.ID {
 			continue
 		}
-		vp, vs := cfg.Classes[v.Class].Priority, shares[v.Namespace]
-		if vp > prio || (vp == prio && (vs < share || (vs == share && !v.QueuedAt.After(j.QueuedAt)))) {
+		vc := cfg.Classes[v.Class]
+		vk := []float64{-float64(tier(vc)), shares[v.Namespace], -float64(vc.Priority)}
+		if slices.Compare(vk, key) < 0 || (slices.Compare(vk, key) == 0 && !v.QueuedAt.After(j.QueuedAt)) {
 			overall++
 			if v.Namespace == j.Namespace {
 				tenant++
@@ -34,10 +45,18 @@ func linearPosition(p *Plan, cfg Config, j *Job, class string) (overall, tenant 
 }
 
 // TestPropertyPositionsMatchLinear: the indexed positions equal the
-// linear count on random queues, for new jobs and for queued ones.
+// linear count on random queues, for new jobs and for queued ones, under
+// both queue orders.
 func TestPropertyPositionsMatchLinear(t *testing.T) {
+	for _, order := range []string{QueueOrderClass, QueueOrderShare} {
+		t.Run(order, func(t *testing.T) { positionsMatchLinear(t, order) })
+	}
+}
+
+func positionsMatchLinear(t *testing.T, order string) {
 	cfg := testConfig()
-	classes := []string{"high", "standard", "low"}
+	cfg.QueueOrder = order
+	classes := []string{"production", "high", "standard", "low"}
 	for seed := int64(0); seed < 200; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		p := &Plan{}
@@ -46,7 +65,7 @@ func TestPropertyPositionsMatchLinear(t *testing.T) {
 		}
 		for i := 0; i < r.Intn(60); i++ {
 			p.Queue = append(p.Queue, Verdict{Namespace: fmt.Sprintf("t%d", r.Intn(3)), JobID: fmt.Sprintf("q%d", i),
-				Class: classes[r.Intn(3)], QueuedAt: t0.Add(time.Duration(r.Intn(20)) * time.Minute)})
+				Class: classes[r.Intn(len(classes))], QueuedAt: t0.Add(time.Duration(r.Intn(20)) * time.Minute)})
 		}
 		ps := NewPositions(p, cfg)
 		for k := 0; k < 20; k++ {
@@ -55,7 +74,7 @@ func TestPropertyPositionsMatchLinear(t *testing.T) {
 				v := p.Queue[r.Intn(len(p.Queue))]
 				j = mkJob(v.Namespace, v.JobID).QueuedAt(v.QueuedAt).Build()
 			}
-			class := classes[r.Intn(3)]
+			class := classes[r.Intn(len(classes))]
 			o, tn := ps.Of(j, class)
 			wo, wt := linearPosition(p, cfg, j, class)
 			must.Eq(t, wo, o, must.Sprintf("seed %d job %s", seed, j.Key()))

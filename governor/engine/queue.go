@@ -9,9 +9,11 @@ import (
 	"github.com/allot-sh/allot/governor/quota"
 )
 
-// queue returns the held jobs' entries in queue order: class priority
-// (highest first), then the tenant's weighted dominant share (lowest
-// first), then queued-at (oldest first), then namespace and ID.
+// queue returns the held jobs' entries in queue order: owed preemptors,
+// the tier (Config.queueTier: class priority, highest first, unless
+// Config.QueueOrder is QueueOrderShare), the tenant's weighted dominant
+// share (lowest first), class priority, queued-at (oldest first), then
+// namespace and ID.
 func (cy *cycle) queue(jobs []*Job) byQueue {
 	owed := cy.owedPreemptors(jobs)
 	q := make(byQueue, 0, len(jobs))
@@ -24,7 +26,8 @@ func (cy *cycle) queue(jobs []*Job) byQueue {
 			continue
 		}
 		key := j.Key()
-		e := queueEntry{j: j, key: key, owed: owed[key], prio: cy.cfg.Classes[cy.className(j)].Priority}
+		cl := cy.cfg.Classes[cy.className(j)]
+		e := queueEntry{j: j, key: key, owed: owed[key], prio: cl.Priority, tier: cy.cfg.queueTier(cl)}
 		if a := cy.accts[j.Namespace]; a != nil {
 			e.share = a.share
 		}
@@ -36,9 +39,11 @@ func (cy *cycle) queue(jobs []*Job) byQueue {
 
 // queueEntry is a held job with what orders it.
 type queueEntry struct {
-	j     *Job
-	owed  bool
-	prio  int
+	j    *Job
+	owed bool
+	prio int
+	// tier is the class's place before the shares (Config.queueTier).
+	tier  int
 	share float64
 	// key, missing and shape are filled for the admission walk
 	// (admitQueue): the job's key, the allocations it still needs and its
@@ -60,8 +65,9 @@ func (e *queueEntry) request() quota.Vector {
 	return e.req
 }
 
-// byQueue orders entries: owed preemptors first, then class priority
-// (highest first), share (lowest first), queued-at, namespace and ID.
+// byQueue orders entries: owed preemptors first, then tier (highest
+// first), share (lowest first), class priority, queued-at, namespace and
+// ID.
 type byQueue []queueEntry
 
 func (q byQueue) Len() int      { return len(q) }
@@ -71,10 +77,12 @@ func (q byQueue) Less(a, b int) bool {
 	switch {
 	case ea.owed != eb.owed:
 		return ea.owed
-	case ea.prio != eb.prio:
-		return ea.prio > eb.prio
+	case ea.tier != eb.tier:
+		return ea.tier > eb.tier
 	case ea.share != eb.share:
 		return ea.share < eb.share
+	case ea.prio != eb.prio:
+		return ea.prio > eb.prio
 	case !ea.j.QueuedAt.Equal(eb.j.QueuedAt):
 		return ea.j.QueuedAt.Before(eb.j.QueuedAt)
 	}

@@ -312,6 +312,11 @@ type Config struct {
 	// only borrowers that lose at most FairLostWork, and a tenant within
 	// its nominal otherwise waits for a borrower to checkpoint or end.
 	Reclaim string
+	// QueueOrder is how the queue orders jobs of different tenants:
+	// QueueOrderClass (the default, "") by class priority first, then the
+	// tenants' weighted shares; QueueOrderShare by the tenants' shares
+	// first, each tenant's own jobs still by class (queueorder.go).
+	QueueOrder string
 }
 
 // Placement modes (Config.Placement; governor config placement).

@@ -115,6 +115,12 @@ const (
 	FairRuleEntitlement = engine.FairRuleEntitlement
 )
 
+// Values of Options.Engine.QueueOrder (the engine's queue orders).
+const (
+	QueueOrderClass = engine.QueueOrderClass
+	QueueOrderShare = engine.QueueOrderShare
+)
+
 // Values of Options.Engine.Reclaim (the engine's reclaim modes).
 const (
 	ReclaimAny          = engine.ReclaimAny
