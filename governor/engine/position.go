@@ -112,6 +112,13 @@ func (ps *Positions) Of(j *Job, class string) (overall, tenant int) {
 	return overall, tenant
 }
 
+// Ahead tells whether a queued job of tenant ns and class, queued at at,
+// stands ahead of job j of class jclass in the plan's order: a tie on
+// every part goes to the queued job.
+func (ps *Positions) Ahead(ns, class string, at time.Time, j *Job, jclass string) bool {
+	return ps.keyOf(ns, class, at, "").before(ps.keyOf(j.Namespace, jclass, j.QueuedAt, j.Key()))
+}
+
 // ahead counts the keys of sorted ks that stand before k.
 func ahead(ks []posKey, k posKey) int {
 	return sort.Search(len(ks), func(i int) bool { return !ks[i].before(k) })

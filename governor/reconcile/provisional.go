@@ -256,18 +256,13 @@ func (r *Reconciler) position(j *engine.Job, class string) (overall, tenant, tot
 	}
 	overall, tenant = r.pos.Of(j, class)
 	total = len(r.latest.Queue) + 1
-	shares := make(map[string]float64, len(r.latest.Tenants))
-	for _, t := range r.latest.Tenants {
-		shares[t.Namespace] = t.DominantShare
-	}
-	prio, share, self := r.Config.Classes[class].Priority, shares[j.Namespace], j.Key()
+	self := j.Key()
 	for key, e := range r.prov.entries {
 		if e.admitted || key == self {
 			continue
 		}
 		total++
-		vp, vs := r.Config.Classes[e.v.Class].Priority, shares[e.v.Namespace]
-		if vp > prio || (vp == prio && (vs < share || (vs == share && !e.v.QueuedAt.After(j.QueuedAt)))) {
+		if r.pos.Ahead(e.v.Namespace, e.v.Class, e.v.QueuedAt, j, class) {
 			overall++
 			if e.v.Namespace == j.Namespace {
 				tenant++

@@ -167,3 +167,25 @@ func TestProxyAdmitsWhileCycleWrites(t *testing.T) {
 	j, _ := r.Store.Job("ml", "a")
 	must.Eq(t, engine.Admitted, j.State)
 }
+
+// TestProvisionalPositionFollowsQueueOrder: a job's position counts the
+// jobs the proxy held since the latest plan in the queue order in force.
+// Team-a (share 1) holds a high job; team-b's (share 0) low job stands
+// behind it by class, ahead of it by share.
+func TestProvisionalPositionFollowsQueueOrder(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for order, want := range map[string]int{engine.QueueOrderClass: 2, engine.QueueOrderShare: 1} {
+		t.Run(order, func(t *testing.T) {
+			r := &Reconciler{Config: engine.Config{QueueOrder: order, Classes: map[string]engine.Class{
+				"high": {Priority: 70, Preemptible: true}, "low": {Priority: 30, Preemptible: true}}}}
+			r.latest = &engine.Plan{Verdicts: map[string]*engine.Verdict{}, Tenants: []engine.TenantStatus{
+				{Tenant: named("team-a"), DominantShare: 1}, {Tenant: named("team-b")}}}
+			r.prov.entries = map[string]provEntry{"team-a/next": {at: at, v: engine.Verdict{Namespace: "team-a", JobID: "next", Class: "high", QueuedAt: at, Position: 1}}}
+			small := &engine.Job{Namespace: "team-b", ID: "small", QueuedAt: at.Add(time.Second)}
+			overall, tenant, total := r.position(small, "low")
+			must.Eq(t, want, overall)
+			must.Eq(t, 1, tenant)
+			must.Eq(t, 2, total)
+		})
+	}
+}
