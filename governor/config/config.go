@@ -166,6 +166,18 @@ const (
 	QueueOrderShare = engine.QueueOrderShare
 )
 
+// mode is one value of a two-way setting, with what it means.
+type mode struct{ value, means string }
+
+// checkMode returns the error of a setting whose value is neither a's
+// nor b's, naming both with what they mean; nil when it is one of them.
+func checkMode(setting, value string, a, b mode) error {
+	if value == a.value || value == b.value {
+		return nil
+	}
+	return fmt.Errorf("%s %q: must be %q (%s) or %q (%s)", setting, value, a.value, a.means, b.value, b.means)
+}
+
 // Values of Config.Reclaim (engine.ReclaimAny, engine.ReclaimCheckpointed).
 const (
 	ReclaimAny          = engine.ReclaimAny
@@ -287,28 +299,24 @@ func (c *Config) Validate() error {
 	if c.SystemJobs != SystemJobsRefuse && c.SystemJobs != SystemJobsGovern {
 		errs = append(errs, fmt.Errorf("system_jobs %q: must be %q or %q", c.SystemJobs, SystemJobsRefuse, SystemJobsGovern))
 	}
-	if c.Placement != PlacementPack && c.Placement != PlacementNomad {
-		errs = append(errs, fmt.Errorf("placement %q: must be %q (pin admissions to the nodes the governor packed them onto) or %q (leave placement to Nomad)",
-			c.Placement, PlacementPack, PlacementNomad))
-	}
-	if c.Reclaim != ReclaimAny && c.Reclaim != ReclaimCheckpointed {
-		errs = append(errs, fmt.Errorf("reclaim %q: must be %q (a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first) or %q (only from borrowers that lose at most 30 minutes of work)",
-			c.Reclaim, ReclaimAny, ReclaimCheckpointed))
-	}
 	if !(c.FairShareGap > 0 && c.FairShareGap <= 1) {
 		errs = append(errs, fmt.Errorf("fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got %g", c.FairShareGap))
 	}
-	if c.FairShareClasses != FairClassesNotAbove && c.FairShareClasses != FairClassesAny {
-		errs = append(errs, fmt.Errorf("fair_share_classes %q: must be %q (a fair-share preemption takes jobs of a class no higher than the preemptor's) or %q (of any preemptible class)",
-			c.FairShareClasses, FairClassesNotAbove, FairClassesAny))
-	}
-	if c.FairShareRule != FairRuleGap && c.FairShareRule != FairRuleEntitlement {
-		errs = append(errs, fmt.Errorf("fair_share_rule %q: must be %q (a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's) or %q (capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares)",
-			c.FairShareRule, FairRuleGap, FairRuleEntitlement))
-	}
-	if c.QueueOrder != QueueOrderClass && c.QueueOrder != QueueOrderShare {
-		errs = append(errs, fmt.Errorf("queue_order %q: must be %q (class priority first, then the tenants' weighted shares) or %q (the tenant with the lowest weighted share first, each tenant's jobs by class)",
-			c.QueueOrder, QueueOrderClass, QueueOrderShare))
+	for _, err := range []error{
+		checkMode("placement", c.Placement, mode{PlacementPack, "pin admissions to the nodes the governor packed them onto"},
+			mode{PlacementNomad, "leave placement to Nomad"}),
+		checkMode("reclaim", c.Reclaim, mode{ReclaimAny, "a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first"},
+			mode{ReclaimCheckpointed, "only from borrowers that lose at most 30 minutes of work"}),
+		checkMode("fair_share_classes", c.FairShareClasses, mode{FairClassesNotAbove, "a fair-share preemption takes jobs of a class no higher than the preemptor's"},
+			mode{FairClassesAny, "of any preemptible class"}),
+		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleGap, "a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's"},
+			mode{FairRuleEntitlement, "capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares"}),
+		checkMode("queue_order", c.QueueOrder, mode{QueueOrderClass, "class priority first, then the tenants' weighted shares"},
+			mode{QueueOrderShare, "the tenant with the lowest weighted share first, each tenant's jobs by class"}),
+	} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.BackoffCap < c.BackoffBase {
 		errs = append(errs, fmt.Errorf("backoff_cap %s must not be below backoff_base %s", c.BackoffCap, c.BackoffBase))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -19,6 +21,32 @@ func writeFile(t *testing.T, body string) string {
 }
 
 func noEnv(string) string { return "" }
+
+// settingCase is a config file and the value one setting must then
+// have, or what the error loading it must contain.
+type settingCase[T any] struct {
+	file    string
+	want    T
+	wantErr string
+}
+
+// checkSetting loads each case's file and checks the setting as read
+// (got) and, when inEngine is not nil, as the engine decides with it.
+func checkSetting[T any](t *testing.T, cases map[string]settingCase[T], got func(Config) T, inEngine func(engine.Config) T) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := loadFile(t, tc.file, tc.wantErr)
+			if c == nil {
+				return
+			}
+			must.Eq(t, tc.want, got(*c))
+			if inEngine != nil {
+				must.Eq(t, tc.want, inEngine(c.Engine()), must.Sprint("the engine decides with it"))
+			}
+		})
+	}
+}
 
 // loadFile loads a config file with body. With wantErr set it asserts
 // that Load fails with it and returns nil; otherwise that Load succeeds.

@@ -47,11 +47,7 @@ func TestMinRuns(t *testing.T) {
 // TestRequeueRest: requeue_rest reaches the engine, is off (0) by
 // default, and must lie in [0, engine.RequeueRestMax].
 func TestRequeueRest(t *testing.T) {
-	cases := map[string]struct {
-		file    string
-		want    time.Duration
-		wantErr string
-	}{
+	checkSetting(t, map[string]settingCase[time.Duration]{
 		"off by default":      {file: ``, want: 0},
 		"two minutes":         {file: `requeue_rest = "2m"`, want: 2 * time.Minute},
 		"zero turns it off":   {file: `requeue_rest = "0s"`, want: 0},
@@ -59,44 +55,20 @@ func TestRequeueRest(t *testing.T) {
 		"longer is refused":   {file: `requeue_rest = "61m"`, wantErr: "requeue_rest must be between 0 (no rest) and 1h0m0s, got 1h1m0s"},
 		"negative is refused": {file: `requeue_rest = "-1m"`, wantErr: "requeue_rest must be between 0 (no rest) and 1h0m0s, got -1m0s"},
 		"not a duration":      {file: `requeue_rest = "a while"`, wantErr: `requeue_rest: time: invalid duration "a while"`},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := loadFile(t, tc.file, tc.wantErr)
-			if c == nil {
-				return
-			}
-			must.Eq(t, tc.want, c.RequeueRest)
-			must.Eq(t, tc.want, c.Engine().RequeueRest, must.Sprint("the engine decides with it"))
-		})
-	}
+	}, func(c Config) time.Duration { return c.RequeueRest }, func(ec engine.Config) time.Duration { return ec.RequeueRest })
 }
 
 // TestReclaim: reclaim reaches the engine, takes any borrower by default,
 // and is one of the two modes; anything else is refused with both named.
 func TestReclaim(t *testing.T) {
-	cases := map[string]struct {
-		file    string
-		want    string
-		wantErr string
-	}{
+	checkSetting(t, map[string]settingCase[string]{
 		"any by default":     {file: ``, want: engine.ReclaimAny},
 		"any":                {file: `reclaim = "any"`, want: engine.ReclaimAny},
 		"checkpointed":       {file: `reclaim = "checkpointed"`, want: engine.ReclaimCheckpointed},
 		"another value":      {file: `reclaim = "never"`, wantErr: `reclaim "never": must be "any" (`},
 		"letter case counts": {file: `reclaim = "Checkpointed"`, wantErr: `or "checkpointed" (only from borrowers`},
 		"not a string":       {file: `reclaim = true`, wantErr: `reclaim "true"`},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := loadFile(t, tc.file, tc.wantErr)
-			if c == nil {
-				return
-			}
-			must.Eq(t, tc.want, c.Reclaim)
-			must.Eq(t, tc.want, c.Engine().Reclaim, must.Sprint("the engine decides with it"))
-		})
-	}
+	}, func(c Config) string { return c.Reclaim }, func(ec engine.Config) string { return ec.Reclaim })
 }
 
 // TestFairShareSettings: fair_share_gap and fair_share_classes reach the
@@ -149,9 +121,7 @@ func TestFairShareSettings(t *testing.T) {
 // TestQueueOrderSetting: queue_order reaches the engine ("class" by
 // default); any other value is refused with what is allowed.
 func TestQueueOrderSetting(t *testing.T) {
-	cases := map[string]struct {
-		file, want, wantErr string
-	}{
+	checkSetting(t, map[string]settingCase[string]{
 		"default":             {file: ``, want: engine.QueueOrderClass},
 		"share":               {file: `queue_order = "share"`, want: engine.QueueOrderShare},
 		"class spelled out":   {file: `queue_order = "class"`, want: engine.QueueOrderClass},
@@ -159,15 +129,5 @@ func TestQueueOrderSetting(t *testing.T) {
 		"empty":               {file: `queue_order = ""`, wantErr: `queue_order "": must be "class"`},
 		"letter case counts":  {file: `queue_order = "Share"`, wantErr: `queue_order "Share"`},
 		"a number is refused": {file: `queue_order = 2`, wantErr: `queue_order "2": must be`},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := loadFile(t, tc.file, tc.wantErr)
-			if c == nil {
-				return
-			}
-			must.EqOp(t, tc.want, c.QueueOrder)
-			must.EqOp(t, tc.want, c.Engine().QueueOrder, must.Sprint("the engine orders by it"))
-		})
-	}
+	}, func(c Config) string { return c.QueueOrder }, func(ec engine.Config) string { return ec.QueueOrder })
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"math/rand"
-	"slices"
 	"testing"
 	"time"
 
@@ -25,16 +24,29 @@ func linearPosition(p *Plan, cfg Config, j *Job, class string) (overall, tenant 
 		}
 		return c.Priority
 	}
+	// compare orders two keys (−tier, share, −priority): < 0 when x
+	// goes first.
+	compare := func(x, y [3]float64) int {
+		for i := range x {
+			switch {
+			case x[i] < y[i]:
+				return -1
+			case x[i] > y[i]:
+				return 1
+			}
+		}
+		return 0
+	}
 	cl := cfg.Classes[class]
-	key := []float64{-float64(tier(cl)), shares[j.Namespace], -float64(cl.Priority)}
+	key := [3]float64{-float64(tier(cl)), shares[j.Namespace], -float64(cl.Priority)}
 	overall, tenant = 1, 1
 	for _, v := range p.Queue {
 		if v.Namespace == j.Namespace && v.JobID == j.ID {
 			continue
 		}
 		vc := cfg.Classes[v.Class]
-		vk := []float64{-float64(tier(vc)), shares[v.Namespace], -float64(vc.Priority)}
-		if slices.Compare(vk, key) < 0 || (slices.Compare(vk, key) == 0 && !v.QueuedAt.After(j.QueuedAt)) {
+		vk := [3]float64{-float64(tier(vc)), shares[v.Namespace], -float64(vc.Priority)}
+		if c := compare(vk, key); c < 0 || (c == 0 && !v.QueuedAt.After(j.QueuedAt)) {
 			overall++
 			if v.Namespace == j.Namespace {
 				tenant++
