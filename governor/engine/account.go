@@ -40,13 +40,56 @@ type cohort struct {
 	nominal quota.Vector
 	// version counts changes of any member's usage during the cycle.
 	version uint64
+	// sums holds, per resource asked for so far, what the members can
+	// lend and what they borrow (borrowable); add, sub and setUsage keep
+	// it current.
+	sums map[string]lendSums
 }
+
+// lendSums is, for one resource, the cohort members' unused lendable
+// nominal quota and their usage beyond their nominal quota.
+type lendSums struct{ free, borrowed int64 }
 
 // use adds an admitted request to the tenant's usage.
 func (a *account) use(v quota.Vector) {
-	a.usage.Add(v)
+	a.add(v)
 	a.version++
 	a.cohort.version++
+}
+
+// add and sub change the tenant's usage; every change goes through them
+// (or setUsage), so that the cohort's sums stay current.
+func (a *account) add(v quota.Vector) {
+	a.count(-1)
+	a.usage.Add(v)
+	a.count(1)
+}
+
+func (a *account) sub(v quota.Vector) {
+	a.count(-1)
+	a.usage.Sub(v)
+	a.count(1)
+}
+
+// setUsage replaces the tenant's usage vector (a trial of what its share
+// would be) and returns the one it replaced.
+func (a *account) setUsage(v quota.Vector) quota.Vector {
+	old := a.usage
+	a.count(-1)
+	a.usage = v
+	a.count(1)
+	return old
+}
+
+// count adds (sign 1) or takes out (sign -1) the tenant's part of its
+// cohort's sums.
+func (a *account) count(sign int64) {
+	for r, s := range a.cohort.sums {
+		own := a.lendSums(r)
+		s.free += sign * own.free
+		s.borrowed += sign * own.borrowed
+		a.cohort.sums[r] = s
+	}
 }
 
 // newAccounts builds an account per tenant and the cohorts, in a stable
@@ -81,18 +124,38 @@ func newAccounts(tenants map[string]*Tenant) map[string]*account {
 
 // borrowable is how much of resource r the cohort can still lend to a:
 // the other members' unused lendable nominal minus what the other members
-// already borrow.
+// already borrow. The cohort's sums are kept as usage changes: summed
+// for every check, they made a cycle's cost grow with the tenants per
+// cohort times the queued jobs (docs/benchmarks.md, 1,000 tenants).
 func (a *account) borrowable(r string) int64 {
-	var free, borrowed int64
-	for _, m := range a.cohort.members {
-		if m == a {
-			continue
-		}
-		q, u := m.t.Quota[r], m.usage[r]
-		free += max64(0, min64(m.t.LendCap(r), q-u))
-		borrowed += max64(0, u-q)
+	s := a.cohort.lendSums(r)
+	own := a.lendSums(r)
+	return max64(0, (s.free-own.free)-(s.borrowed-own.borrowed))
+}
+
+// lendSums is what the tenant can lend of resource r and what it borrows.
+func (a *account) lendSums(r string) lendSums {
+	q, u := a.t.Quota[r], a.usage[r]
+	return lendSums{free: max64(0, min64(a.t.LendCap(r), q-u)), borrowed: max64(0, u-q)}
+}
+
+// lendSums sums the members' lendSums of resource r, once per cycle and
+// resource.
+func (co *cohort) lendSums(r string) lendSums {
+	if co.sums == nil {
+		co.sums = map[string]lendSums{}
 	}
-	return max64(0, free-borrowed)
+	if s, ok := co.sums[r]; ok {
+		return s
+	}
+	var s lendSums
+	for _, m := range co.members {
+		ms := m.lendSums(r)
+		s.free += ms.free
+		s.borrowed += ms.borrowed
+	}
+	co.sums[r] = s
+	return s
 }
 
 // checkLimit checks usage + req against the tenant's hard limits.

@@ -69,7 +69,7 @@ func (b *Base) Decide(j *Job, commit bool) Verdict {
 	v.Nodes = cy.pinOf(j, p, cy.last.takes)
 	if !commit {
 		cy.cap.undo(cy.last.takes)
-		acct.usage.Sub(cy.last.use)
+		acct.sub(cy.last.use)
 		cy.restoreReplaced(j, replaced)
 	}
 	return v

@@ -82,6 +82,20 @@ func BenchmarkDecideEntitlement(b *testing.B) {
 	benchDecide(b, cfg, []int{1000, 10000}, []int{100, 1000})
 }
 
+// BenchmarkDecideShareOrder is BenchmarkDecidePreemption under each
+// queue order (queue_order = "class", the default, and "share") up to
+// 1,000 tenants: under the share order every preemptible class of every
+// tenant is one tier of the fair walk, whose heap holds a tenant each.
+func BenchmarkDecideShareOrder(b *testing.B) {
+	for _, order := range []string{QueueOrderClass, QueueOrderShare} {
+		cfg := testConfig()
+		cfg.QueueOrder = order
+		b.Run("order="+order, func(b *testing.B) {
+			benchDecideWith(b, cfg, []int{10000}, []int{100, 1000}, []int{10, 100, 1000}, nil)
+		})
+	}
+}
+
 // BenchmarkDecideStopping is BenchmarkDecidePreemption (10k pending, 1k
 // nodes, 100 tenants) with every tenth running allocation stopping (a
 // preemption Nomad has not finished: it holds its node, not its tenant's

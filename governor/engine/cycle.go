@@ -107,7 +107,7 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		id := jobID{a.Namespace, a.JobID}
 		cy.byJob[id] = append(cy.byJob[id], a)
 		if acct := cy.accts[a.Namespace]; acct != nil && a.Live {
-			acct.usage.Add(allocVector(a))
+			acct.add(allocVector(a))
 		}
 	}
 	return cy
@@ -162,7 +162,7 @@ func (cy *cycle) reserveRunning(jobs []*Job) {
 			if fit.ok {
 				req = withModels(j, missing, fit.models)
 			}
-			acct.usage.Add(req)
+			acct.add(req)
 		}
 		if v := cy.verdict(j); v != nil {
 			v.Reason = cy.runningReason(j, missing)
@@ -209,7 +209,7 @@ func (cy *cycle) holdDirectOverLimit(jobs []*Job) {
 		if over == nil {
 			continue
 		}
-		acct.usage.Sub(use)
+		acct.sub(use)
 		if j.Dispatched {
 			cy.stop(j, "dispatched child over the tenant's limit, stopped (Nomad cannot hold a dispatched job): "+over.Text(), []Check{*over})
 			continue
@@ -255,9 +255,9 @@ func (a *account) overLimit(use quota.Vector) *Check {
 	if len(contrib) == 0 {
 		return nil
 	}
-	a.usage.Sub(contrib)
+	a.sub(contrib)
 	c := a.checkLimit(contrib)
-	a.usage.Add(contrib)
+	a.add(contrib)
 	return &c
 }
 

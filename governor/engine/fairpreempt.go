@@ -239,10 +239,10 @@ func shareOf(a *account, cluster, delta quota.Vector, sign int64) float64 {
 	} else {
 		usage.Sub(delta)
 	}
-	saved, savedShare := a.usage, a.share
-	a.usage = usage
+	saved, savedShare := a.setUsage(usage), a.share
 	a.computeShare(cluster)
 	s := a.share
-	a.usage, a.share = saved, savedShare
+	a.setUsage(saved)
+	a.share = savedShare
 	return s
 }

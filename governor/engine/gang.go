@@ -31,7 +31,7 @@ func (cy *cycle) gangTimeouts(jobs []*Job) {
 		cy.requeue(j, reason, CauseGangTimeout, "", 0)
 		for _, a := range cy.byJob[idOf(j)] {
 			if a.Live {
-				acct.usage.Sub(allocVector(a))
+				acct.sub(allocVector(a))
 			}
 		}
 	}

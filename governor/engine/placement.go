@@ -179,7 +179,7 @@ func (cy *cycle) releaseReplaced(j *Job, replaced []*Alloc) {
 		cy.replaced[a.ID] = true
 		cy.cap.shift(a, 1)
 		if acct != nil {
-			acct.usage.Sub(allocVector(a))
+			acct.sub(allocVector(a))
 		}
 	}
 }
@@ -194,7 +194,7 @@ func (cy *cycle) restoreReplaced(j *Job, replaced []*Alloc) {
 		delete(cy.replaced, a.ID)
 		cy.cap.shift(a, -1)
 		if acct != nil {
-			acct.usage.Add(allocVector(a))
+			acct.add(allocVector(a))
 		}
 	}
 }

@@ -510,7 +510,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		if v.acct != acct && cy.cfg.FairShareRule == FairRuleEntitlement {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
-		v.acct.usage.Sub(v.use)
+		v.acct.sub(v.use)
 		v.acct.version++
 		v.acct.cohort.version++
 	}

@@ -117,9 +117,9 @@ func (s *trial) release(set []*victim, sign int64) {
 
 func shiftUsage(acct *account, use quota.Vector, sign int64) {
 	if sign > 0 {
-		acct.usage.Sub(use)
+		acct.sub(use)
 	} else {
-		acct.usage.Add(use)
+		acct.add(use)
 	}
 }
 

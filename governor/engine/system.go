@@ -204,7 +204,7 @@ func (cy *cycle) holdDirectSystem(jobs []*Job) {
 		cy.held[j.Key()] = true
 		for _, a := range cy.byJob[idOf(j)] {
 			if a.Live {
-				acct.usage.Sub(allocVector(a))
+				acct.sub(allocVector(a))
 			}
 		}
 		cy.decide(j, Hold, reason)
