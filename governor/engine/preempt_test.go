@@ -122,6 +122,35 @@ func TestReclaimRanksByDeviceTimeAmongMany(t *testing.T) {
 	must.Eq(t, []string{"s0<-b/boss"}, victimsOf(p), must.Sprint("not wide: 160 GPU-minutes against 45"))
 }
 
+// A reclaim whose fewest victims lose more than 30 minutes of work takes
+// more victims instead when they stop no more such jobs and no higher
+// class, and throw away less device time (exact search).
+func TestReclaimTakesMoreVictimsThatThrowAwayLess(t *testing.T) {
+	// a borrows 12 GPUs on three 4-GPU nodes: a 4-GPU job on each of n1
+	// and n2, 50 minutes past their checkpoints, and two 2-GPU jobs on
+	// n3. b, within its nominal, needs 4 GPUs on one node.
+	scene := func(pairClass string) *scene {
+		sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 4).Limit("gpu", 16).Build(), mkTenant("b").Quota("gpu", 8).Build()},
+			nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4), gpuNode("n3", 4)}}
+		sc.run("a", "wide1", "low", "n1", 4, 50).run("a", "wide2", "low", "n2", 4, 50)
+		return sc.run("a", "x", pairClass, "n3", 2, 40).run("a", "y", "low", "n3", 2, 5).
+			queue(gpuJob("b", "boss", "standard", 4))
+	}
+	cases := map[string]struct {
+		pairClass string
+		victims   []string
+	}{
+		"the pair throws away 90 GPU-minutes, a 4-GPU job 200": {"low", []string{"x<-b/boss", "y<-b/boss"}},
+		"not when the pair stops a higher class":               {"standard", []string{"wide1<-b/boss"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := Decide(testConfig(), scene(tc.pairClass).snap())
+			must.Eq(t, tc.victims, victimsOf(p))
+		})
+	}
+}
+
 func TestPreemptionRules(t *testing.T) {
 	cases := map[string]struct {
 		sc      *scene
