@@ -53,6 +53,18 @@ type lendSums struct{ free, borrowed int64 }
 // use adds an admitted request to the tenant's usage.
 func (a *account) use(v quota.Vector) {
 	a.add(v)
+	a.changed()
+}
+
+// giveBack takes a preemption victim's usage v out of the tenant's.
+func (a *account) giveBack(v quota.Vector) {
+	a.sub(v)
+	a.changed()
+}
+
+// changed moves the usage versions that the check memo and the fair
+// walk compare: use and giveBack, not a trial's shifts it takes back.
+func (a *account) changed() {
 	a.version++
 	a.cohort.version++
 }

@@ -510,9 +510,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		if v.acct != acct && cy.cfg.FairShareRule == FairRuleEntitlement {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
-		v.acct.sub(v.use)
-		v.acct.version++
-		v.acct.cohort.version++
+		v.acct.giveBack(v.use)
 	}
 	acct.use(s.req)
 	cy.plan.Preemptions = append(cy.plan.Preemptions, p)

@@ -158,7 +158,8 @@ func choose(s *trial, cands []*victim) []*victim {
 // throws away less device time: fewest first took, for a 16-GPU
 // reclaim, one 64-GPU job 52 hours past its start that never
 // checkpointed (3,357 device-hours) over two 8-GPU jobs that lost 14
-// (docs/simulator.md, round 24).
+// (docs/simulator.md, round 24). cands together must make room (choose
+// checks it), so the search always finds a set.
 func exact(s *trial, cands []*victim) []*victim {
 	var best []*victim
 	var bestCost setCost
@@ -178,9 +179,6 @@ func exact(s *trial, cands []*victim) []*victim {
 		if c.stale <= bestCost.stale && c.prio <= bestCost.prio && c.lost < bestCost.lost {
 			best, bestCost = set, c
 		}
-	}
-	if best == nil {
-		return cands
 	}
 	return best
 }
