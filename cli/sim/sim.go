@@ -88,6 +88,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
 			&cli.DurationFlag{Name: "requeue-rest", Usage: "override the engine's requeue rest (allot; default: the governor's, none; see docs/governor.md)"},
 			&cli.StringFlag{Name: "reclaim", Usage: "override which borrowers a reclaim may take: any or checkpointed (allot; default: the governor's, any; see docs/governor.md)"},
+			&cli.DurationFlag{Name: "reclaim-max-loss", Usage: "override the most device time one borrower's stop may throw away in a reclaim, per device the claim asks for; 0: no bound (allot; default: the governor's; see docs/governor.md)"},
 			&cli.Float64Flag{Name: "fair-share-gap", Usage: "override how far above the preemptor's tenant's weighted share a fair-share victim's tenant must stay (allot; default: the governor's, 0.1; see docs/governor.md)"},
 			&cli.StringFlag{Name: "fair-share-classes", Usage: "override which classes a fair-share preemption may take: not-above or any (allot; default: the governor's, not-above; see docs/governor.md)"},
 			&cli.StringFlag{Name: "fair-share-rule", Usage: "override the rule a fair-share preemption follows: gap or entitlement (allot; default: the governor's, gap; see docs/governor.md)"},
@@ -125,6 +126,11 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 		}
 		ec.RequeueRest = rest
 	}
+	if c.IsSet("reclaim-max-loss") {
+		if ec.ReclaimMaxLoss = c.Duration("reclaim-max-loss"); ec.ReclaimMaxLoss < 0 {
+			return cmdutil.UsageError(c, "-reclaim-max-loss must be 0 (no bound) or positive, got %s", ec.ReclaimMaxLoss)
+		}
+	}
 	if c.IsSet("fair-share-gap") {
 		if ec.FairShareGap = c.Float64("fair-share-gap"); !(ec.FairShareGap > 0 && ec.FairShareGap <= 1) {
 			return cmdutil.UsageError(c, "-fair-share-gap must be above 0 and at most 1, got %g", ec.FairShareGap)
@@ -143,6 +149,10 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 		if err := modeFlag(c, m.flag, m.dst, m.modes...); err != nil {
 			return err
 		}
+	}
+	if ec.ReclaimMaxLoss > 0 && ec.Reclaim == gsim.ReclaimCheckpointed {
+		return cmdutil.UsageError(c, "-reclaim-max-loss bounds -reclaim %q only; %q already takes no borrower that loses more than 30 minutes of work",
+			gsim.ReclaimAny, gsim.ReclaimCheckpointed)
 	}
 	return nil
 }
@@ -173,6 +183,7 @@ var engineSettingFlags = []struct{ flag, setting string }{
 	{"starvation-timeout", "starvation_timeout"},
 	{"requeue-rest", "requeue_rest"},
 	{"reclaim", "reclaim"},
+	{"reclaim-max-loss", "reclaim_max_loss"},
 	{"fair-share-gap", "fair_share_gap"},
 	{"fair-share-classes", "fair_share_classes"},
 	{"fair-share-rule", "fair_share_rule"},

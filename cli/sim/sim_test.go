@@ -115,6 +115,7 @@ func TestOverriddenSettingsNamedInHeader(t *testing.T) {
 	must.StrHasSuffix(t, `; governor settings: fair_share_classes = "any", fair_share_rule = "entitlement"`,
 		header(t, "-fair-share-rule", "entitlement", "-fair-share-classes", "any"))
 	must.StrHasSuffix(t, `; governor settings: reclaim = "checkpointed"`, header(t, "-reclaim", "checkpointed", "-checkpoint-on-stop"))
+	must.StrHasSuffix(t, `; governor settings: reclaim_max_loss = "24h0m0s"`, header(t, "-reclaim-max-loss", "24h"))
 	must.StrHasSuffix(t, `; governor settings: fair_share_rule = "entitlement", queue_order = "share"`,
 		header(t, "-queue-order", "share", "-fair-share-rule", "entitlement"))
 	must.StrNotContains(t, header(t), "governor settings")
@@ -131,25 +132,27 @@ func TestBadInputIsAClearError(t *testing.T) {
 		code int
 		want string
 	}{
-		"unknown policy":                {[]string{"run", "-cluster", small, "-policies", "fifo"}, 2, `unknown policy "fifo"`},
-		"bad trace":                     {[]string{"run", "-cluster", small, "-trace", badTrace}, 1, "bad.csv:2: column gpus"},
-		"bad cluster":                   {[]string{"run", "-cluster", badCluster}, 1, "c.hcl:1,"},
-		"no cluster":                    {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
-		"negative nodes":                {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
-		"negative start delay":          {[]string{"run", "-cluster", small, "-start-delay", "-1s"}, 2, "-start-delay must be between 0 and 24h0m0s"},
-		"negative stop delay":           {[]string{"run", "-cluster", small, "-stop-delay", "-1s"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
-		"endless stop delay":            {[]string{"run", "-cluster", small, "-stop-delay", "2562047h"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
-		"negative requeue rest":         {[]string{"run", "-cluster", small, "-requeue-rest", "-1m"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
-		"too long requeue rest":         {[]string{"run", "-cluster", small, "-requeue-rest", "2h"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
-		"checkpoint-on-stop not a bool": {[]string{"run", "-cluster", small, "-checkpoint-on-stop=maybe"}, 1, `invalid boolean value "maybe" for -checkpoint-on-stop`},
-		"unknown reclaim mode":          {[]string{"run", "-cluster", small, "-reclaim", "never"}, 2, `-reclaim "never": must be "any" or "checkpointed"`},
-		"zero fair-share gap":           {[]string{"run", "-cluster", small, "-fair-share-gap", "0"}, 2, "-fair-share-gap must be above 0 and at most 1, got 0"},
-		"fair-share gap above 1":        {[]string{"run", "-cluster", small, "-fair-share-gap", "2"}, 2, "-fair-share-gap must be above 0 and at most 1, got 2"},
-		"fair-share gap not a number":   {[]string{"run", "-cluster", small, "-fair-share-gap", "small"}, 1, `invalid value "small" for flag -fair-share-gap`},
-		"unknown fair-share classes":    {[]string{"run", "-cluster", small, "-fair-share-classes", "all"}, 2, `-fair-share-classes "all": must be "not-above" or "any"`},
-		"unknown fair-share rule":       {[]string{"run", "-cluster", small, "-fair-share-rule", "Entitlement"}, 2, `-fair-share-rule "Entitlement": must be "gap" or "entitlement"`},
-		"unknown queue order":           {[]string{"run", "-cluster", small, "-queue-order", "fifo"}, 2, `-queue-order "fifo": must be "class" or "share"`},
-		"extra argument":                {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
+		"unknown policy":                 {[]string{"run", "-cluster", small, "-policies", "fifo"}, 2, `unknown policy "fifo"`},
+		"bad trace":                      {[]string{"run", "-cluster", small, "-trace", badTrace}, 1, "bad.csv:2: column gpus"},
+		"bad cluster":                    {[]string{"run", "-cluster", badCluster}, 1, "c.hcl:1,"},
+		"no cluster":                     {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
+		"negative nodes":                 {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
+		"negative start delay":           {[]string{"run", "-cluster", small, "-start-delay", "-1s"}, 2, "-start-delay must be between 0 and 24h0m0s"},
+		"negative stop delay":            {[]string{"run", "-cluster", small, "-stop-delay", "-1s"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
+		"endless stop delay":             {[]string{"run", "-cluster", small, "-stop-delay", "2562047h"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
+		"negative requeue rest":          {[]string{"run", "-cluster", small, "-requeue-rest", "-1m"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
+		"too long requeue rest":          {[]string{"run", "-cluster", small, "-requeue-rest", "2h"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
+		"checkpoint-on-stop not a bool":  {[]string{"run", "-cluster", small, "-checkpoint-on-stop=maybe"}, 1, `invalid boolean value "maybe" for -checkpoint-on-stop`},
+		"unknown reclaim mode":           {[]string{"run", "-cluster", small, "-reclaim", "never"}, 2, `-reclaim "never": must be "any" or "checkpointed"`},
+		"negative reclaim max loss":      {[]string{"run", "-cluster", small, "-reclaim-max-loss", "-1h"}, 2, "-reclaim-max-loss must be 0 (no bound) or positive, got -1h0m0s"},
+		"reclaim max loss, checkpointed": {[]string{"run", "-cluster", small, "-reclaim", "checkpointed", "-reclaim-max-loss", "24h"}, 2, `-reclaim-max-loss bounds -reclaim "any" only`},
+		"zero fair-share gap":            {[]string{"run", "-cluster", small, "-fair-share-gap", "0"}, 2, "-fair-share-gap must be above 0 and at most 1, got 0"},
+		"fair-share gap above 1":         {[]string{"run", "-cluster", small, "-fair-share-gap", "2"}, 2, "-fair-share-gap must be above 0 and at most 1, got 2"},
+		"fair-share gap not a number":    {[]string{"run", "-cluster", small, "-fair-share-gap", "small"}, 1, `invalid value "small" for flag -fair-share-gap`},
+		"unknown fair-share classes":     {[]string{"run", "-cluster", small, "-fair-share-classes", "all"}, 2, `-fair-share-classes "all": must be "not-above" or "any"`},
+		"unknown fair-share rule":        {[]string{"run", "-cluster", small, "-fair-share-rule", "Entitlement"}, 2, `-fair-share-rule "Entitlement": must be "gap" or "entitlement"`},
+		"unknown queue order":            {[]string{"run", "-cluster", small, "-queue-order", "fifo"}, 2, `-queue-order "fifo": must be "class" or "share"`},
+		"extra argument":                 {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
 		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
 			2, `"many" is not a node count`},
 		"unknown tenant in trace": {[]string{"run", "-cluster", small, "-trace", writeTrace(t, dir)}, 1, `tenant "zed" is not in the cluster file`},
@@ -200,6 +203,25 @@ func TestReclaimModeReachesTheEngine(t *testing.T) {
 	}
 	anyLost, ckptLost := lost("any"), lost("checkpointed")
 	must.Less(t, anyLost, ckptLost, must.Sprintf("checkpointed %.1f GPU-h lost, any %.1f", ckptLost, anyLost))
+}
+
+// -reclaim-max-loss reaches the engine: on the contended day of
+// TestReclaimModeReachesTheEngine a bound of one minute per claimed
+// device spares every borrower that would lose more than its fresh
+// checkpoint, as -reclaim checkpointed does, and throws away less work
+// than the default (measured: 34 against 137 GPU-hours, as checkpointed
+// does); "0s" spelled out is the default.
+func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
+	lost := func(args ...string) float64 {
+		sums := runJSON(t, append([]string{"-cluster", small, "-jobs", "300", "-span", "24h", "-load", "2.0", "-seed", "1",
+			"-policies", "allot"}, args...)...)
+		must.SliceLen(t, 1, sums)
+		return sums[0].LostGPUHours
+	}
+	def := lost()
+	bounded := lost("-reclaim-max-loss", "1m")
+	must.Less(t, def, bounded, must.Sprintf("bounded %.1f GPU-h lost, default %.1f", bounded, def))
+	must.EqOp(t, def, lost("-reclaim-max-loss", "0s"), must.Sprint("no bound spelled out"))
 }
 
 // -fair-share-gap, -fair-share-classes and -fair-share-rule reach the

@@ -95,6 +95,11 @@ type Config struct {
 	// those that lose at most 30 minutes of work (engine.Config.Reclaim;
 	// docs/governor.md, "Reclaim").
 	Reclaim string
+	// ReclaimMaxLoss bounds the device time one borrower's stop may throw
+	// away in a reclaim, per device instance the claim asks for; zero:
+	// no bound (engine.Config.ReclaimMaxLoss; docs/governor.md,
+	// "Reclaim").
+	ReclaimMaxLoss time.Duration
 	// CycleInterval is the period of the reconcile cycle when no event
 	// triggers one earlier.
 	CycleInterval time.Duration
@@ -292,6 +297,13 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", name, d))
 		}
+	}
+	if c.ReclaimMaxLoss < 0 {
+		errs = append(errs, fmt.Errorf("reclaim_max_loss must be 0 (no bound) or positive, got %s", c.ReclaimMaxLoss))
+	}
+	if c.ReclaimMaxLoss > 0 && c.Reclaim == ReclaimCheckpointed {
+		errs = append(errs, fmt.Errorf("reclaim_max_loss %s: bounds reclaim = %q only; reclaim = %q already takes no borrower that loses more than 30 minutes of work",
+			c.ReclaimMaxLoss, ReclaimAny, ReclaimCheckpointed))
 	}
 	if c.RequeueRest < 0 || c.RequeueRest > engine.RequeueRestMax {
 		errs = append(errs, fmt.Errorf("requeue_rest must be between 0 (no rest) and %s, got %s", engine.RequeueRestMax, c.RequeueRest))

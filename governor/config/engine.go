@@ -10,7 +10,7 @@ func (c Config) Engine() engine.Config {
 		Classes:           map[string]engine.Class{},
 		DisablePreemption: c.DisablePreemption, BackoffBase: c.BackoffBase, BackoffCap: c.BackoffCap,
 		GangTimeout: c.GangTimeout, GovernSystemJobs: c.SystemJobs == SystemJobsGovern, Placement: c.Placement,
-		Reclaim: c.Reclaim, FairShareGap: c.FairShareGap, FairClasses: c.FairShareClasses,
+		Reclaim: c.Reclaim, ReclaimMaxLoss: c.ReclaimMaxLoss, FairShareGap: c.FairShareGap, FairClasses: c.FairShareClasses,
 		FairShareRule: c.FairShareRule, QueueOrder: c.QueueOrder}
 	for name, cl := range c.Classes {
 		ec.Classes[name] = engine.Class{Priority: cl.Priority, Preemptible: cl.Preemptible, Restricted: cl.Restricted}

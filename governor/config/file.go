@@ -33,6 +33,7 @@ type fileConfig struct {
 	SystemJobs        *string      `hcl:"system_jobs"`
 	Placement         *string      `hcl:"placement"`
 	Reclaim           *string      `hcl:"reclaim"`
+	ReclaimMaxLoss    *string      `hcl:"reclaim_max_loss"`
 	EnableDebug       *bool        `hcl:"enable_debug"`
 	Nomad             *fileNomad   `hcl:"nomad,block"`
 	Classes           []*fileClass `hcl:"class,block"`
@@ -118,6 +119,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 		"move_min_run":       {&c.MoveMinRun, f.MoveMinRun},
 		"fair_min_run":       {&c.FairMinRun, f.FairMinRun},
 		"requeue_rest":       {&c.RequeueRest, f.RequeueRest},
+		"reclaim_max_loss":   {&c.ReclaimMaxLoss, f.ReclaimMaxLoss},
 		"gang_timeout":       {&c.GangTimeout, f.GangTimeout},
 		"cycle_interval":     {&c.CycleInterval, f.CycleInterval},
 		"resync_backoff_max": {&c.ResyncBackoffMax, f.ResyncBackoffMax},

@@ -71,6 +71,20 @@ func TestReclaim(t *testing.T) {
 	}, func(c Config) string { return c.Reclaim }, func(ec engine.Config) string { return ec.Reclaim })
 }
 
+// TestReclaimMaxLoss: reclaim_max_loss reaches the engine, bounds nothing
+// (0) by default, must not be negative, and bounds reclaim = "any" only.
+func TestReclaimMaxLoss(t *testing.T) {
+	checkSetting(t, map[string]settingCase[time.Duration]{
+		"no bound by default":         {file: ``, want: 0},
+		"a day":                       {file: `reclaim_max_loss = "24h"`, want: 24 * time.Hour},
+		"zero bounds nothing":         {file: `reclaim_max_loss = "0s"`, want: 0},
+		"negative is refused":         {file: `reclaim_max_loss = "-1h"`, wantErr: "reclaim_max_loss must be 0 (no bound) or positive, got -1h0m0s"},
+		"not a duration":              {file: `reclaim_max_loss = "a day"`, wantErr: `reclaim_max_loss: time: invalid duration "a day"`},
+		"not with checkpointed":       {file: "reclaim = \"checkpointed\"\nreclaim_max_loss = \"24h\"", wantErr: `reclaim_max_loss 24h0m0s: bounds reclaim = "any" only`},
+		"with checkpointed, no bound": {file: "reclaim = \"checkpointed\"\nreclaim_max_loss = \"0s\"", want: 0},
+	}, func(c Config) time.Duration { return c.ReclaimMaxLoss }, func(ec engine.Config) time.Duration { return ec.ReclaimMaxLoss })
+}
+
 // TestFairShareSettings: fair_share_gap and fair_share_classes reach the
 // engine (0.1 and "not-above" by default); a gap outside (0, 1] and any
 // other class mode are refused with what is allowed.

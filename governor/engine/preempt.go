@@ -263,6 +263,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	if cy.starvedHeads[j] {
 		memoKey += "\x00head"
 	}
+	if cy.cfg.ReclaimMaxLoss > 0 && cy.s.Now.Sub(waitingSince(j)) >= ReclaimMaxWait {
+		memoKey += "\x00waited" // reclaimable: the bound no longer spares
+	}
 	if f, ok := cy.pre.failed[memoKey]; ok && f.version == acct.cohort.version {
 		return f.why, false
 	}
@@ -288,7 +291,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		s.move = set != nil
 	}
 	if set == nil {
-		f := noVictims{version: acct.cohort.version, why: reclaimWait(failed, s.unsaved)}
+		f := noVictims{version: acct.cohort.version, why: cy.reclaimWait(failed, s)}
 		cy.pre.failed[memoKey] = f
 		return f.why, false
 	}
@@ -331,7 +334,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		case reclaim:
 			switch {
 			case !v.acct.aboveNominal(s.req):
-			case cy.reclaimable(v):
+			case cy.reclaimable(v, s):
 				out = append(out, v)
 			default:
 				s.unsaved++
@@ -348,27 +351,77 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	return out
 }
 
-// reclaimable reports whether a reclaim may take borrower v: any
-// borrower, unless Config.Reclaim is ReclaimCheckpointed, which takes
-// only those that lose at most FairLostWork. The nominal quota is then
-// a promise kept when borrowers checkpoint or end, not at once; measured
-// on the simulator's grid (docs/simulator.md, round 14), it throws away
-// far less work, and the p95 wait of tenants within their nominal did not
-// rise; one more row had a tenant below 0.9 of its entitlement.
-func (cy *cycle) reclaimable(v *victim) bool {
-	return cy.cfg.Reclaim != ReclaimCheckpointed || v.lost <= FairLostWork
+// reclaimable reports whether a reclaim may take borrower v: one that
+// loses at most FairLostWork always. With Config.Reclaim
+// ReclaimCheckpointed no other: the nominal quota is then a promise kept
+// when borrowers checkpoint or end, not at once; measured on the
+// simulator's grid (docs/simulator.md, round 14), it throws away far
+// less work, and the p95 wait of tenants within their nominal did not
+// rise; one more row had a tenant below 0.9 of its entitlement. With
+// ReclaimAny any other, unless Config.ReclaimMaxLoss bounds the device
+// time v would throw away: one 8-GPU claim took a 64-GPU job 103 hours
+// into a run it never checkpointed, 6,600 GPU-hours (docs/simulator.md,
+// round 25). A claim that has waited ReclaimMaxWait takes any borrower:
+// a tenant that borrows with a job that never checkpoints and never ends
+// does not keep another's nominal quota for ever.
+func (cy *cycle) reclaimable(v *victim, s *trial) bool {
+	switch {
+	case v.lost <= FairLostWork:
+		return true
+	case cy.cfg.Reclaim == ReclaimCheckpointed:
+		return false
+	}
+	return cy.cfg.ReclaimMaxLoss <= 0 || v.cost <= s.lossBound(cy.cfg.ReclaimMaxLoss) ||
+		cy.s.Now.Sub(waitingSince(s.j)) >= ReclaimMaxWait
+}
+
+// waitingSince is when j last entered the queue: its requeue, if it was
+// requeued since it first queued, else its queued-at.
+func waitingSince(j *Job) time.Time {
+	if j.RequeuedAt.After(j.QueuedAt) {
+		return j.RequeuedAt
+	}
+	return j.QueuedAt
+}
+
+// lossBound is the most device time one victim of the trial's reclaim
+// may throw away under Config.ReclaimMaxLoss: perDevice for each device
+// instance the job asks for (at least one).
+func (s *trial) lossBound(perDevice time.Duration) time.Duration {
+	return time.Duration(s.devices()) * perDevice
+}
+
+// devices counts the device instances of the trial job's missing
+// allocations, at least one.
+func (s *trial) devices() int {
+	n := 0
+	for gi, missing := range s.missing {
+		for _, d := range s.j.Groups[gi].Devices {
+			n += missing * d.Count
+		}
+	}
+	if n < 1 {
+		return 1
+	}
+	return n
 }
 
 // reclaimWait is the reason of a job whose reclaim found no victims
-// while unsaved borrowers' jobs, which Config.Reclaim checkpointed spares,
-// would lose more than FairLostWork: its failing check, and that it waits
-// for them to checkpoint or end. "" when none was spared.
-func reclaimWait(failed *Check, unsaved int) string {
-	if unsaved == 0 {
+// while borrowers' jobs were spared by the reclaim rules (reclaimable):
+// its failing check, the rule, and that it waits for them to checkpoint
+// or end. "" when none was spared.
+func (cy *cycle) reclaimWait(failed *Check, s *trial) string {
+	if s.unsaved == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: %s; reclaim = %q: waits for borrowers to checkpoint or end (%d of their jobs would lose more than %s of work)",
-		failed.Name, failed.Text(), ReclaimCheckpointed, unsaved, FairLostWork)
+	rule := fmt.Sprintf("reclaim = %q: waits for borrowers to checkpoint or end (%d of their jobs would lose more than %s of work)",
+		ReclaimCheckpointed, s.unsaved, FairLostWork)
+	if cy.cfg.Reclaim != ReclaimCheckpointed {
+		rule = fmt.Sprintf("reclaim_max_loss = %q: waits for borrowers to checkpoint or end, at most until %s (%d of their jobs would throw away more than %.0f device-hours, %s for each of the %d devices it claims)",
+			cy.cfg.ReclaimMaxLoss, waitingSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339),
+			s.unsaved, s.lossBound(cy.cfg.ReclaimMaxLoss).Hours(), cy.cfg.ReclaimMaxLoss, s.devices())
+	}
+	return fmt.Sprintf("%s: %s; %s", failed.Name, failed.Text(), rule)
 }
 
 // freshFirst orders reclaim candidates: the victims that lose at most

@@ -30,7 +30,7 @@ type trial struct {
 	move    bool
 	movedTo []string
 	// unsaved counts the borrowers' jobs a reclaim spared because they
-	// would lose more than FairLostWork (Config.Reclaim checkpointed).
+	// would lose more than its rules allow (reclaimable).
 	unsaved int
 }
 

@@ -210,6 +210,47 @@ func TestPreemptionRules(t *testing.T) {
 			victims: []string{"a2<-b/boss"},
 			reason:  "preempting a/a2 (reclaim)",
 		},
+		"without reclaim_max_loss a reclaim takes the fewest victims, though they lose more": {
+			sc: twoTenants().run("a", "big", "low", "n1", 4, 55).run("a", "s1", "low", "n2", 2, 40).run("a", "s2", "low", "n2", 2, 50).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			victims: []string{"big<-b/boss"},
+		},
+		"with reclaim_max_loss a borrower that would throw away more is spared for ones within the bound": {
+			sc: twoTenants().run("a", "big", "low", "n1", 4, 55).run("a", "s1", "low", "n2", 2, 40).run("a", "s2", "low", "n2", 2, 50).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			cfg:     func(c *Config) { c.ReclaimMaxLoss = 45 * time.Minute },
+			victims: []string{"s1<-b/boss", "s2<-b/boss"},
+			reason:  "preempting a/s1, a/s2 (reclaim)",
+		},
+		"with reclaim_max_loss a claim waits when every borrower would throw away more": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			cfg: func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
+			reason: `free capacity of node pool gpu (2 nodes); reclaim_max_loss = "30m0s": waits for borrowers to checkpoint or end, at most until ` +
+				t0.Add(ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would throw away more than 2 device-hours, 30m0s for each of the 4 devices it claims)`,
+		},
+		"with reclaim_max_loss a claim that waited ReclaimMaxWait takes the borrower anyway": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait)).Build()),
+			cfg:     func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
+			victims: []string{"a1<-b/boss"},
+		},
+		"with reclaim_max_loss a wait counts from the claim's last requeue": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(func() *Job {
+					j := mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-2 * ReclaimMaxWait)).Build()
+					j.Requeues, j.RequeuedAt = 1, t0.Add(-time.Hour)
+					return j
+				}()),
+			cfg:    func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
+			reason: `reclaim_max_loss = "30m0s": waits for borrowers`,
+		},
+		"reclaim_max_loss never spares a fresh checkpoint": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 25).run("a", "a2", "low", "n2", 4, 50).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			cfg:     func(c *Config) { c.ReclaimMaxLoss = time.Minute },
+			victims: []string{"a1<-b/boss"},
+		},
 		"a tenant that would borrow does not reclaim": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 1).run("a", "a2", "low", "n2", 2, 1).run("b", "b0", "low", "n2", 2, 1).
 				queue(gpuJob("b", "boss", "standard", 4)),

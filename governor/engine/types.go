@@ -312,6 +312,15 @@ type Config struct {
 	// only borrowers that lose at most FairLostWork, and a tenant within
 	// its nominal otherwise waits for a borrower to checkpoint or end.
 	Reclaim string
+	// ReclaimMaxLoss bounds what a reclaim throws away with ReclaimAny:
+	// it takes no borrower whose stop would lose more than ReclaimMaxLoss
+	// of device time per device instance the claim asks for (an 8-GPU
+	// claim with 24h: at most 192 device-hours of one borrower's work).
+	// Such a borrower keeps running and the claim waits for it to
+	// checkpoint or end, or for other capacity, for at most
+	// ReclaimMaxWait. Borrowers that lose at most FairLostWork are always
+	// taken; zero (the default) bounds nothing (preempt.go, reclaimable).
+	ReclaimMaxLoss time.Duration
 	// QueueOrder is how the queue orders jobs of different tenants:
 	// QueueOrderClass (the default, "") by class priority first, then the
 	// tenants' weighted shares; QueueOrderShare by the tenants' shares
@@ -330,6 +339,10 @@ const (
 	ReclaimAny          = "any"
 	ReclaimCheckpointed = "checkpointed"
 )
+
+// ReclaimMaxWait is how long a claim waits for borrowers that
+// Config.ReclaimMaxLoss spares; it then takes any borrower.
+const ReclaimMaxWait = 72 * time.Hour
 
 // Snapshot is the engine's whole input besides Config.
 type Snapshot struct {
