@@ -371,7 +371,7 @@ func (cy *cycle) reclaimable(v *victim, s *trial) bool {
 	case cy.cfg.Reclaim == ReclaimCheckpointed:
 		return false
 	}
-	return cy.cfg.ReclaimMaxLoss <= 0 || v.cost <= s.lossBound(cy.cfg.ReclaimMaxLoss) ||
+	return cy.cfg.ReclaimMaxLoss <= 0 || s.withinLoss(v.cost, cy.cfg.ReclaimMaxLoss) ||
 		cy.s.Now.Sub(waitingSince(s.j)) >= ReclaimMaxWait
 }
 
@@ -384,20 +384,22 @@ func waitingSince(j *Job) time.Time {
 	return j.QueuedAt
 }
 
-// lossBound is the most device time one victim of the trial's reclaim
-// may throw away under Config.ReclaimMaxLoss: perDevice for each device
-// instance the job asks for (at least one).
-func (s *trial) lossBound(perDevice time.Duration) time.Duration {
-	return time.Duration(s.devices()) * perDevice
+// withinLoss reports whether cost, the device time a victim would throw
+// away, is at most perDevice for each device instance the trial's job
+// asks for. It divides rather than multiplies: a bound near the largest
+// duration does not overflow into a negative one that spares everyone.
+func (s *trial) withinLoss(cost, perDevice time.Duration) bool {
+	return cost/time.Duration(s.devices()) <= perDevice
 }
 
-// devices counts the device instances of the trial job's missing
-// allocations, at least one.
-func (s *trial) devices() int {
-	n := 0
-	for gi, missing := range s.missing {
-		for _, d := range s.j.Groups[gi].Devices {
-			n += missing * d.Count
+// devices counts the device instances the trial's job asks for: its
+// request's device types (requestVector, saturating; models, which hold
+// a slash, count the same instances again), at least one.
+func (s *trial) devices() int64 {
+	var n int64
+	for r := range s.devs {
+		if !strings.Contains(r, "/") {
+			n = satAdd64(n, s.req[r])
 		}
 	}
 	if n < 1 {
@@ -419,7 +421,7 @@ func (cy *cycle) reclaimWait(failed *Check, s *trial) string {
 	if cy.cfg.Reclaim != ReclaimCheckpointed {
 		rule = fmt.Sprintf("reclaim_max_loss = %q: waits for borrowers to checkpoint or end, at most until %s (%d of their jobs would throw away more than %.0f device-hours, %s for each of the %d devices it claims)",
 			cy.cfg.ReclaimMaxLoss, waitingSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339),
-			s.unsaved, s.lossBound(cy.cfg.ReclaimMaxLoss).Hours(), cy.cfg.ReclaimMaxLoss, s.devices())
+			s.unsaved, float64(s.devices())*cy.cfg.ReclaimMaxLoss.Hours(), cy.cfg.ReclaimMaxLoss, s.devices())
 	}
 	return fmt.Sprintf("%s: %s; %s", failed.Name, failed.Text(), rule)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"testing"
 	"time"
@@ -244,6 +245,12 @@ func TestPreemptionRules(t *testing.T) {
 				}()),
 			cfg:    func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
 			reason: `reclaim_max_loss = "30m0s": waits for borrowers`,
+		},
+		"the largest reclaim_max_loss bounds nothing (no overflow)": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(gpuJob("b", "boss", "standard", 4)),
+			cfg:     func(c *Config) { c.ReclaimMaxLoss = time.Duration(math.MaxInt64) },
+			victims: []string{"a1<-b/boss"},
 		},
 		"reclaim_max_loss never spares a fresh checkpoint": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 25).run("a", "a2", "low", "n2", 4, 50).
