@@ -92,7 +92,8 @@ type Config struct {
 	Placement string
 	// Reclaim is which borrowers a reclaim may take: ReclaimAny (default)
 	// any, those with fresh checkpoints first; ReclaimCheckpointed only
-	// those that lose at most 30 minutes of work (engine.Config.Reclaim;
+	// those that lose at most 30 minutes of work, until the claim has
+	// waited engine.ReclaimMaxWait (engine.Config.Reclaim;
 	// docs/governor.md, "Reclaim").
 	Reclaim string
 	// ReclaimMaxLoss bounds the device time one borrower's stop may throw
@@ -318,7 +319,7 @@ func (c *Config) Validate() error {
 		checkMode("placement", c.Placement, mode{PlacementPack, "pin admissions to the nodes the governor packed them onto"},
 			mode{PlacementNomad, "leave placement to Nomad"}),
 		checkMode("reclaim", c.Reclaim, mode{ReclaimAny, "a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first"},
-			mode{ReclaimCheckpointed, "only from borrowers that lose at most 30 minutes of work"}),
+			mode{ReclaimCheckpointed, "only from borrowers that lose at most 30 minutes of work, any after 72h of waiting"}),
 		checkMode("fair_share_classes", c.FairShareClasses, mode{FairClassesNotAbove, "a fair-share preemption takes jobs of a class no higher than the preemptor's"},
 			mode{FairClassesAny, "of any preemptible class"}),
 		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleGap, "a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's"},

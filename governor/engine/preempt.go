@@ -263,8 +263,8 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	if cy.starvedHeads[j] {
 		memoKey += "\x00head"
 	}
-	if cy.cfg.ReclaimMaxLoss > 0 && cy.s.Now.Sub(waitingSince(j)) >= ReclaimMaxWait {
-		memoKey += "\x00waited" // reclaimable: the bound no longer spares
+	if cy.reclaimWaited(j) {
+		memoKey += "\x00waited" // reclaimable: the reclaim rules no longer spare
 	}
 	if f, ok := cy.pre.failed[memoKey]; ok && f.version == acct.cohort.version {
 		return f.why, false
@@ -361,18 +361,26 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 // ReclaimAny any other, unless Config.ReclaimMaxLoss bounds the device
 // time v would throw away: one 8-GPU claim took a 64-GPU job 103 hours
 // into a run it never checkpointed, 6,600 GPU-hours (docs/simulator.md,
-// round 25). A claim that has waited ReclaimMaxWait takes any borrower:
-// a tenant that borrows with a job that never checkpoints and never ends
-// does not keep another's nominal quota for ever.
+// round 25). Under either rule a claim that has waited ReclaimMaxWait
+// takes any borrower (reclaimWaited).
 func (cy *cycle) reclaimable(v *victim, s *trial) bool {
 	switch {
-	case v.lost <= FairLostWork:
+	case v.lost <= FairLostWork, cy.reclaimWaited(s.j):
 		return true
 	case cy.cfg.Reclaim == ReclaimCheckpointed:
 		return false
 	}
-	return cy.cfg.ReclaimMaxLoss <= 0 || s.withinLoss(v.cost, cy.cfg.ReclaimMaxLoss) ||
-		cy.s.Now.Sub(waitingSince(s.j)) >= ReclaimMaxWait
+	return cy.cfg.ReclaimMaxLoss <= 0 || s.withinLoss(v.cost, cy.cfg.ReclaimMaxLoss)
+}
+
+// reclaimWaited reports whether claim j has waited ReclaimMaxWait since
+// it last queued under a rule that spares borrowers (reclaim =
+// "checkpointed", reclaim_max_loss): it then takes any borrower, so a
+// tenant that borrows with a job that never checkpoints and never ends
+// does not keep another tenant's nominal quota for ever.
+func (cy *cycle) reclaimWaited(j *Job) bool {
+	spares := cy.cfg.Reclaim == ReclaimCheckpointed || cy.cfg.ReclaimMaxLoss > 0
+	return spares && cy.s.Now.Sub(waitingSince(j)) >= ReclaimMaxWait
 }
 
 // waitingSince is when j last entered the queue: its requeue, if it was
@@ -416,11 +424,12 @@ func (cy *cycle) reclaimWait(failed *Check, s *trial) string {
 	if s.unsaved == 0 {
 		return ""
 	}
-	rule := fmt.Sprintf("reclaim = %q: waits for borrowers to checkpoint or end (%d of their jobs would lose more than %s of work)",
-		ReclaimCheckpointed, s.unsaved, FairLostWork)
+	until := waitingSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339)
+	rule := fmt.Sprintf("reclaim = %q: waits for borrowers to checkpoint or end, at most until %s (%d of their jobs would lose more than %s of work)",
+		ReclaimCheckpointed, until, s.unsaved, FairLostWork)
 	if cy.cfg.Reclaim != ReclaimCheckpointed {
 		rule = fmt.Sprintf("reclaim_max_loss = %q: waits for borrowers to checkpoint or end, at most until %s (%d of their jobs would throw away more than %.0f device-hours, %s for each of the %d devices it claims)",
-			cy.cfg.ReclaimMaxLoss, waitingSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339),
+			cy.cfg.ReclaimMaxLoss, until,
 			s.unsaved, float64(s.devices())*cy.cfg.ReclaimMaxLoss.Hours(), cy.cfg.ReclaimMaxLoss, s.devices())
 	}
 	return fmt.Sprintf("%s: %s; %s", failed.Name, failed.Text(), rule)

@@ -202,7 +202,21 @@ func TestPreemptionRules(t *testing.T) {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
 				queue(gpuJob("b", "boss", "standard", 4)),
 			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
-			reason: `free capacity of node pool gpu (2 nodes); reclaim = "checkpointed": waits for borrowers to checkpoint or end (2 of their jobs would lose more than 30m0s of work)`,
+			reason: `free capacity of node pool gpu (2 nodes); reclaim = "checkpointed": waits for borrowers to checkpoint or end, at most until ` +
+				t0.Add(ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would lose more than 30m0s of work)`,
+		},
+		"with reclaim checkpointed a claim that waited ReclaimMaxWait takes the borrower anyway": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait)).Build()),
+			cfg:     func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			victims: []string{"a1<-b/boss"},
+			reason:  "preempting a/a1 (reclaim)",
+		},
+		"with reclaim checkpointed a claim waits just short of ReclaimMaxWait": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait + time.Minute)).Build()),
+			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			reason: `reclaim = "checkpointed": waits for borrowers to checkpoint or end, at most until ` + t0.Add(time.Minute).UTC().Format(time.RFC3339),
 		},
 		"with reclaim checkpointed a fresh checkpoint is still taken": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "standard", "n2", 4, 10).

@@ -310,7 +310,8 @@ type Config struct {
 	// default, "") takes any, those with fresh checkpoints first, so a
 	// tenant gets its nominal quota at once; ReclaimCheckpointed takes
 	// only borrowers that lose at most FairLostWork, and a tenant within
-	// its nominal otherwise waits for a borrower to checkpoint or end.
+	// its nominal otherwise waits for a borrower to checkpoint or end, for
+	// at most ReclaimMaxWait.
 	Reclaim string
 	// ReclaimMaxLoss bounds what a reclaim throws away with ReclaimAny:
 	// it takes no borrower whose stop would lose more than ReclaimMaxLoss
@@ -341,7 +342,8 @@ const (
 )
 
 // ReclaimMaxWait is how long a claim waits for borrowers that
-// Config.ReclaimMaxLoss spares; it then takes any borrower.
+// Config.ReclaimMaxLoss or ReclaimCheckpointed spares; it then takes any
+// borrower.
 const ReclaimMaxWait = 72 * time.Hour
 
 // Snapshot is the engine's whole input besides Config.
