@@ -201,7 +201,7 @@ func TestPreemptionRules(t *testing.T) {
 		"with reclaim checkpointed a borrower that would lose more than 30m keeps its GPUs": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
 				queue(gpuJob("b", "boss", "standard", 4)),
-			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			cfg: func(c *Config) { c.Reclaim = ReclaimCheckpointed },
 			reason: `free capacity of node pool gpu (2 nodes); reclaim = "checkpointed": waits for borrowers to checkpoint or end, at most until ` +
 				t0.Add(ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would lose more than 30m0s of work)`,
 		},
