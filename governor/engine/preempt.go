@@ -424,13 +424,16 @@ func (cy *cycle) reclaimWait(failed *Check, s *trial) string {
 	if s.unsaved == 0 {
 		return ""
 	}
+	const waits = "waits for borrowers to checkpoint or end, at most until"
 	until := waitingSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339)
-	rule := fmt.Sprintf("reclaim = %q: waits for borrowers to checkpoint or end, at most until %s (%d of their jobs would lose more than %s of work)",
-		ReclaimCheckpointed, until, s.unsaved, FairLostWork)
-	if cy.cfg.Reclaim != ReclaimCheckpointed {
-		rule = fmt.Sprintf("reclaim_max_loss = %q: waits for borrowers to checkpoint or end, at most until %s (%d of their jobs would throw away more than %.0f device-hours, %s for each of the %d devices it claims)",
-			cy.cfg.ReclaimMaxLoss, until,
-			s.unsaved, float64(s.devices())*cy.cfg.ReclaimMaxLoss.Hours(), cy.cfg.ReclaimMaxLoss, s.devices())
+	var rule string
+	if cy.cfg.Reclaim == ReclaimCheckpointed {
+		rule = fmt.Sprintf("reclaim = %q: %s %s (%d of their jobs would lose more than %s of work)",
+			ReclaimCheckpointed, waits, until, s.unsaved, FairLostWork)
+	} else {
+		n := s.devices()
+		rule = fmt.Sprintf("reclaim_max_loss = %q: %s %s (%d of their jobs would throw away more than %.0f device-hours, %s for each of the %d devices it claims)",
+			cy.cfg.ReclaimMaxLoss, waits, until, s.unsaved, float64(n)*cy.cfg.ReclaimMaxLoss.Hours(), cy.cfg.ReclaimMaxLoss, n)
 	}
 	return fmt.Sprintf("%s: %s; %s", failed.Name, failed.Text(), rule)
 }
