@@ -3,6 +3,7 @@ package fleet
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -23,6 +24,30 @@ func TestStandardScenarioUsesTheDemoInventory(t *testing.T) {
 	must.EqOp(t, "128", s.Tenants[0].NamespaceMeta(512)["allot.quota.gpu"])
 	s.Scale(1000)
 	must.EqOp(t, 8000, s.GPUs())
+}
+
+// TestManyTenantsScenario checks the promises many.hcl's header makes:
+// 32 tenants on the standard nodes, nominal quotas that add up to the
+// cluster at most, and limits that let every tenant borrow for the
+// generator's largest (64-GPU) gang, so no generated job is one the
+// governor must hold for ever.
+func TestManyTenantsScenario(t *testing.T) {
+	s, err := Load("../scenarios/many.hcl")
+	must.NoError(t, err)
+	must.EqOp(t, 512, s.GPUs())
+	must.SliceLen(t, 32, s.Tenants)
+	var quota int
+	for _, tn := range s.Tenants {
+		meta := tn.NamespaceMeta(s.GPUs())
+		q, err := strconv.Atoi(meta["allot.quota.gpu"])
+		must.NoError(t, err)
+		lim, err := strconv.Atoi(meta["allot.limit.gpu"])
+		must.NoError(t, err)
+		must.Positive(t, q, must.Sprint(tn.Name))
+		must.GreaterEq(t, 64, lim, must.Sprint(tn.Name))
+		quota += q
+	}
+	must.LessEq(t, s.GPUs(), quota)
 }
 
 func write(t *testing.T, dir, name, src string) string {

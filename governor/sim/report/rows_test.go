@@ -24,10 +24,15 @@ type stdRow struct {
 
 // standardRows generates the standard scenario's week for every
 // "load:seed" row of SIMGRID_ROWS (comma-separated; def when unset), as
-// the grid does (5,000 jobs).
+// the grid does (5,000 jobs). SIMGRID_CLUSTER names another cluster file
+// in ../scenarios (e.g. many.hcl) with the same workload parameters.
 func standardRows(t *testing.T, def string) []stdRow {
 	t.Helper()
-	spec, err := fleet.Load("../scenarios/standard.hcl")
+	cluster := "standard.hcl"
+	if name := os.Getenv("SIMGRID_CLUSTER"); name != "" {
+		cluster = name
+	}
+	spec, err := fleet.Load("../scenarios/" + cluster)
 	must.NoError(t, err)
 	rows := os.Getenv("SIMGRID_ROWS")
 	if rows == "" {
