@@ -76,7 +76,8 @@ func (cy *cycle) entitlementOf(co *cohort) entitlement {
 // demands sums, per member of co, what its queued and running jobs ask
 // for (every allocation of every group). A queued job counts though
 // Nomad reports it dead (the governor holds it stopped); finished jobs
-// and jobs a user stopped ask for nothing.
+// and jobs a user stopped ask for nothing, nor does a job that asks for
+// more than its tenant's hard limit allows (it can never run).
 func (cy *cycle) demands(co *cohort) map[*account]quota.Vector {
 	out := make(map[*account]quota.Vector, len(co.members))
 	for _, m := range co.members {
@@ -92,9 +93,27 @@ func (cy *cycle) demands(co *cohort) map[*account]quota.Vector {
 		for gi := range j.Groups {
 			counts = append(counts, cy.want(j, gi))
 		}
-		addRequest(out[a], j, counts)
+		req := quota.Vector{}
+		addRequest(req, j, counts)
+		if a.neverWithinLimit(req) {
+			continue
+		}
+		for r, n := range req {
+			out[a][r] += n
+		}
 	}
 	return out
+}
+
+// neverWithinLimit reports whether req alone asks for more of a governed
+// resource than the tenant's hard limit.
+func (a *account) neverWithinLimit(req quota.Vector) bool {
+	for r, n := range req {
+		if am, ok := a.limitAmount(r, n); ok && am.Never {
+			return true
+		}
+	}
+	return false
 }
 
 // WaterFill divides capacity by weighted max-min fairness: nobody gets

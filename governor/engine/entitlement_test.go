@@ -130,6 +130,14 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		done.State, done.Dead = Admitted, true
 		return sc.queue(done)
 	}
+	// tooLarge: gang, with c limited to 8 GPUs and queueing a 16-GPU
+	// job: it can never run, so it asks for nothing (else c would be
+	// entitled to 8, a and b to 20).
+	tooLarge := func() *scene {
+		sc := gang()
+		sc.tenants[2].Limit["gpu"] = 8
+		return sc.queue(gpuJob("c", "huge", "standard", 16))
+	}
 	// own: a borrows 24 (a3 low) on a full cluster and asks for a
 	// standard 8-GPU job at its entitlement (demands a 32, b 16, c 8:
 	// entitled 24, 16, 8): no fairness preemption, but its own low job
@@ -152,6 +160,7 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		"gap rule: the gang waits":                                                {sc: gang, job: "a/gang"},
 		"entitlement: the gang takes a fresh victim":                              {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
 		"entitlement: a held job Nomad calls dead asks":                           {sc: held, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: a job above its tenant's limit asks for nothing":            {sc: tooLarge, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
 		"entitlement: no move that overshoots":                                    {sc: overshoot, rule: FairRuleEntitlement, job: "a/gang"},
 		"entitlement: equals at their share take nothing":                         {sc: level, rule: FairRuleEntitlement, job: "a/fair"},
 		"gap rule: equals take nothing":                                           {sc: level, job: "a/fair"},

@@ -14,7 +14,8 @@ type Sample struct {
 	// jobs whose allocations all run (a partly placed gang holds GPUs idle).
 	Allocated, Useful int
 	// Tenant and Demand hold, per tenant (Result.Tenants order), the GPUs
-	// allocated and the GPUs its submitted, unfinished jobs ask for.
+	// allocated and the GPUs its submitted, unfinished jobs ask for (a job
+	// larger than its tenant's hard limit asks for nothing: it can never run).
 	Tenant, Demand []int
 	// Idle splits the GPUs free while work waited by cause (IdleCause
 	// order); all zero when nothing waited.
@@ -88,7 +89,7 @@ func (m *collector) sample(s *sim) {
 		if j.w.Submit > s.now {
 			break
 		}
-		if !j.done {
+		if !j.done && !s.aboveLimit(j) {
 			smp.Demand[m.tIdx[j.w.Tenant]] += j.w.GPUs()
 		}
 	}
@@ -97,3 +98,15 @@ func (m *collector) sample(s *sim) {
 }
 
 func (m *collector) finish(s *sim) { m.advance(s.now) }
+
+// aboveLimit reports whether job j asks for more GPUs than its tenant's
+// hard limit (allot.limit.gpu): no scheduler that honours the limit can
+// ever run it, so it is no demand the entitlement may count.
+func (s *sim) aboveLimit(j *jobRun) bool {
+	t := s.tenants[j.w.Tenant]
+	if t == nil {
+		return false
+	}
+	lim, ok := t.Limit["gpu"]
+	return ok && lim > 0 && int64(j.w.GPUs()) > lim
+}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/workload"
 )
 
 // smallScenario is 8 × 8 GPUs, 3 tenants, 600 jobs over two days at 120 %
@@ -367,4 +369,53 @@ func TestStopDelay(t *testing.T) {
 		}
 	}
 	must.EqOp(t, len(r.Jobs)-tooBig, finished, must.Sprint("every job within its tenant's limit finishes"))
+}
+
+// TestJobAboveLimitIsNoDemand: a job that asks for more GPUs than its
+// tenant's hard limit never runs under Allot, and the samples do not count
+// it as demand (the entitlement would otherwise hand its tenant GPUs no
+// scheduler that honours the limit can give); nor under nomad-fifo,
+// which ignores limits.
+func TestJobAboveLimitIsNoDemand(t *testing.T) {
+	sc := smallScenario(t, 2)
+	limitC := limitOf(sc, "c")
+	huge := &workload.Job{ID: "c-huge", Submit: time.Hour, Tenant: "c", Duration: time.Hour,
+		Gang: true, Groups: []workload.Group{{Count: limitC/8 + 1, GPUs: 8, CPU: 1000, MemoryMB: 1024}}}
+	var rest []*workload.Job
+	for _, j := range sc.Jobs {
+		if j.Tenant != "c" {
+			rest = append(rest, j)
+		}
+	}
+	// c asks for nothing but the huge job.
+	jobs := append([]*workload.Job{huge}, rest...)
+	sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].Submit < jobs[b].Submit })
+	for _, p := range []Policy{Allot, NomadFIFO} {
+		t.Run(string(p), func(t *testing.T) {
+			r, err := Run(sc.Spec, jobs, p, DefaultOptions())
+			must.NoError(t, err)
+			c := -1
+			for i, name := range r.Tenants {
+				if name == "c" {
+					c = i
+				}
+			}
+			must.NonNegative(t, c)
+			after := 0
+			for _, s := range r.Samples {
+				must.Zero(t, s.Demand[c], must.Sprintf("t=%v", s.T))
+				if s.T > huge.Submit {
+					after++
+				}
+			}
+			must.Positive(t, after)
+			if p == Allot {
+				for _, j := range r.Jobs {
+					if j.ID == huge.ID {
+						must.Negative(t, j.Start)
+					}
+				}
+			}
+		})
+	}
 }
