@@ -16,9 +16,10 @@ import (
 // waited longer than the starvation timeout and needs more than the
 // cohort can lend, of the tenant with the lowest weighted share below
 // its nominal, holds the cohort's lending: no other job of the cohort
-// may borrow (it fails an order check naming the head) until the head
-// has been admitted. What the borrowers hold drains as their jobs end;
-// jobs within their tenant's nominal quota are not held back.
+// may borrow past its tenant's fair share of the cohort (it fails an
+// order check naming the head; pastEntitlement) until the head has been
+// admitted. What the borrowers hold drains as their jobs end; jobs
+// within their tenant's nominal quota or fair share are not held back.
 //
 // Measured on the simulator's grid (docs/simulator.md): a tenant must
 // be below HoldShareMax of its nominal quota to hold. Before moves
@@ -53,6 +54,9 @@ type BorrowHold struct {
 	// Start is when, by the borrowers' run times, the head may borrow
 	// enough; zero when unknown.
 	Start time.Time `json:",omitempty"`
+	// Entitled is each cohort member's entitlement (entitlement.go) by
+	// namespace and resource: the hold holds back only borrowing past it.
+	Entitled map[string]map[string]float64 `json:",omitempty"`
 }
 
 // findBorrowHolds picks each cohort's borrow hold from the queue q
@@ -95,7 +99,8 @@ func (cy *cycle) findBorrowHolds(q []queueEntry) {
 		if h.borrow {
 			bh := &borrowHold{head: h.j, acct: h.acct, since: h.j.QueuedAt, start: cy.borrowStart(h.j, h.acct)}
 			cy.borrowHolds[co] = bh
-			cy.plan.BorrowHolds = append(cy.plan.BorrowHolds, BorrowHold{Job: h.j.Key(), Cohort: co.name, Start: bh.start})
+			cy.plan.BorrowHolds = append(cy.plan.BorrowHolds, BorrowHold{Job: h.j.Key(), Cohort: co.name, Start: bh.start,
+				Entitled: cy.entitlementOf(co).byTenant()})
 		}
 		// One reservation per pool: cohorts sharing a pool give it to
 		// the lower share (then the first cohort by name).
@@ -211,8 +216,29 @@ func (cy *cycle) checkBorrowHold(j *Job, acct *account, quotaCheck Check) *Check
 	if h == nil || !borrows([]Check{quotaCheck}) || !holdsBack(cy.cfg, h.head.Key(), h.start, j, cy.s.Now) {
 		return nil
 	}
-	return &Check{Name: "order", Detail: fmt.Sprintf("would borrow from cohort %s, whose lending is held for %s (tenant %s, below its nominal quota at weighted share %.2f, has waited %s, longer than the starvation timeout %s): borrowing resumes once it is admitted",
-		acct.cohort.name, h.head.Key(), h.acct.t.Namespace, h.acct.share, cy.s.Now.Sub(h.since).Round(time.Second), cy.cfg.StarvationTimeout)}
+	over := pastEntitlement(cy.entitlementOf(acct.cohort)[acct], quotaCheck)
+	if over == "" {
+		return nil
+	}
+	return &Check{Name: "order", Detail: fmt.Sprintf("would borrow from cohort %s, whose lending is held for %s (tenant %s, below its nominal quota at weighted share %.2f, has waited %s, longer than the starvation timeout %s), past its fair share of the cohort (%s): borrowing past the fair shares resumes once it is admitted",
+		acct.cohort.name, h.head.Key(), h.acct.t.Namespace, h.acct.share, cy.s.Now.Sub(h.since).Round(time.Second), cy.cfg.StarvationTimeout, over)}
+}
+
+// pastEntitlement tells how the admission a quota check judged would
+// take its tenant past its entitlement ent (entitlement.go, rounded to
+// the nearest unit) of a resource it asks for, as "gpu: would use 24,
+// fair share 12.4"; "" when it stays within them all. A borrow hold
+// holds back only borrowing past the fair shares: the hold drains what
+// tenants borrow beyond their part of the cohort so that the starved
+// head can take its own, and a tenant that borrows within its part takes
+// nothing the head is entitled to (measured on the simulator: docs/simulator.md, round 28).
+func pastEntitlement(ent map[string]float64, quotaCheck Check) string {
+	for _, am := range quotaCheck.Amounts {
+		if after := am.Used + am.Need; am.Need > 0 && float64(after) > ent[am.Resource]+0.5 {
+			return fmt.Sprintf("%s: would use %d, fair share %.1f", am.Resource, after, ent[am.Resource])
+		}
+	}
+	return ""
 }
 
 // holdsBack reports whether the borrow hold of head, which may borrow
@@ -312,17 +338,21 @@ func (p *Plan) BorrowHeldBy(cfg Config, j *Job, checks []Check, now time.Time) s
 	if len(p.BorrowHolds) == 0 || !borrows(checks) {
 		return ""
 	}
-	cohort := ""
+	var quotaCheck Check
 	for _, c := range checks {
 		if c.Name == "quota" {
-			cohort = c.Cohort
+			quotaCheck = c
 		}
 	}
 	for _, h := range p.BorrowHolds {
-		if h.Cohort != cohort || !holdsBack(cfg, h.Job, h.Start, j, now) {
+		if h.Cohort != quotaCheck.Cohort || !holdsBack(cfg, h.Job, h.Start, j, now) {
 			continue
 		}
-		return fmt.Sprintf("order: would borrow from cohort %s, whose lending is held for %s (below its nominal quota, waiting longer than the starvation timeout); the next cycle decides", h.Cohort, h.Job)
+		over := pastEntitlement(h.Entitled[j.Namespace], quotaCheck)
+		if over == "" {
+			continue
+		}
+		return fmt.Sprintf("order: would borrow from cohort %s, whose lending is held for %s (below its nominal quota, waiting longer than the starvation timeout), past its fair share of the cohort (%s); the next cycle decides", h.Cohort, h.Job, over)
 	}
 	return ""
 }

@@ -29,6 +29,10 @@ func borrowScene(lostMin int) *scene {
 	return sc.queue(big).queue(slow).queue(quick).queue(own)
 }
 
+// borrowSceneEntitled is borrowScene's entitlements: c asks for 7 GPUs,
+// a (10) and b (14) divide the other 17.
+var borrowSceneEntitled = map[string]map[string]float64{"a": {"gpu": 8.5}, "b": {"gpu": 8.5}, "c": {"gpu": 7}}
+
 // TestBorrowHold: the starved head of the tenant below its nominal holds
 // the cohort's lending: a borrower that would outlive the hold's start
 // waits with an order check naming the head, one that ends before it
@@ -39,10 +43,11 @@ func TestBorrowHold(t *testing.T) {
 	p := Decide(testConfig(), sc.snap())
 	must.Nil(t, victimsOf(p))
 	now := t0.Add(10 * time.Second)
-	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour), Entitled: borrowSceneEntitled}}, p.BorrowHolds)
 	must.StrContains(t, p.Verdicts["b/slow"].Reason, "whose lending is held for a/big")
-	must.StrContains(t, p.Verdicts["b/quick"].Reason, "admitted")
-	must.StrContains(t, p.Verdicts["c/own"].Reason, "admitted")
+	must.StrContains(t, p.Verdicts["b/slow"].Reason, "past its fair share of the cohort (gpu: would use 14, fair share 8.5)")
+	must.Eq(t, Admitted, p.Verdicts["b/quick"].State, must.Sprint(p.Verdicts["b/quick"].Reason))
+	must.Eq(t, Admitted, p.Verdicts["c/own"].State, must.Sprint(p.Verdicts["c/own"].Reason))
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
 
 	// A tenant at or above HoldShareMax of its nominal (8 of 8) holds nothing.
@@ -297,7 +302,7 @@ func TestBorrowHoldJudgesEachJobsOwnState(t *testing.T) {
 	cfg := testConfig()
 	cfg.BackoffBase = 10 * time.Minute
 	p := Decide(cfg, borrowScene(60).queue(first).snap())
-	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour), Entitled: borrowSceneEntitled}}, p.BorrowHolds)
 	must.StrContains(t, p.Verdicts["a/first"].Reason, "backoff")
 }
 
@@ -311,6 +316,63 @@ func TestBorrowHoldSkipsAClassTheTenantMayNotUse(t *testing.T) {
 	denied := gpuJob("a", "denied", "production", 8)
 	denied.QueuedAt = now.Add(-2 * time.Hour)
 	p := Decide(testConfig(), borrowScene(60).queue(denied).snap())
-	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, p.BorrowHolds)
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour), Entitled: borrowSceneEntitled}}, p.BorrowHolds)
 	must.StrHasPrefix(t, "class:", p.Verdicts["a/denied"].Reason)
+}
+
+// fairBorrowScene: four tenants of nominal 8 on four 8-GPU nodes. a
+// uses 2 and its 8-GPU gang has waited an hour (the starved head); c
+// asks for nothing, so its 8 are lent: b borrows 6 (14 used) and d 2 (10
+// used), and nothing is left for a. d asks for one more GPU, b for two,
+// both for three hours (past the hold's start).
+// Demands a 10, b 16, c 0, d 11: entitlements a 10, d 11, b 11.
+func fairBorrowScene() *scene {
+	now := t0.Add(10 * time.Second)
+	sc := &scene{tenants: []*Tenant{
+		mkTenant("a").Quota("gpu", 8).Build(), mkTenant("b").Quota("gpu", 8).Build(),
+		mkTenant("c").Quota("gpu", 8).Build(), mkTenant("d").Quota("gpu", 8).Build(),
+	}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8)}}
+	sc.run("a", "a1", "standard", "n1", 2, 60).run("b", "b1", "standard", "n2", 8, 60).
+		run("b", "b2", "standard", "n3", 6, 60).run("d", "d1", "standard", "n3", 2, 60).run("d", "d2", "standard", "n4", 8, 60)
+	big := gpuJob("a", "big", "standard", 8)
+	big.QueuedAt = now.Add(-time.Hour)
+	more := gpuJob("b", "more", "standard", 2)
+	more.QueuedAt, more.MaxRuntime = now.Add(-30*time.Minute), 3*time.Hour
+	fair := gpuJob("d", "fair", "standard", 1)
+	fair.QueuedAt, fair.MaxRuntime = now.Add(-30*time.Minute), 3*time.Hour
+	return sc.queue(big).queue(more).queue(fair)
+}
+
+// TestBorrowHoldLetsFairBorrowersGo: a borrow hold holds back borrowing
+// past the borrower's fair share of the cohort only: d's job, which
+// leaves d at its entitlement (11), starts on the free GPUs while b's,
+// which would take b to 16 against 11, waits, in the cycle and at the
+// proxy (Plan.BorrowHeldBy) alike.
+func TestBorrowHoldLetsFairBorrowersGo(t *testing.T) {
+	cfg := testConfig()
+	p := Decide(cfg, fairBorrowScene().snap())
+	must.SliceLen(t, 1, p.BorrowHolds)
+	must.Eq(t, "a/big", p.BorrowHolds[0].Job)
+	must.Eq(t, map[string]map[string]float64{"a": {"gpu": 10}, "b": {"gpu": 11}, "c": {"gpu": 0}, "d": {"gpu": 11}}, p.BorrowHolds[0].Entitled)
+	must.Eq(t, Admitted, p.Verdicts["d/fair"].State, must.Sprint(p.Verdicts["d/fair"].Reason))
+	must.StrContains(t, p.Verdicts["b/more"].Reason, "whose lending is held for a/big")
+	must.StrContains(t, p.Verdicts["b/more"].Reason, "past its fair share of the cohort (gpu: would use 16, fair share 11.0)")
+
+	// The proxy: the Base admits both, the plan's hold keeps b's.
+	base := Prepare(cfg, fairBorrowScene().snap())
+	for ns, want := range map[string]string{"d": "", "b": "past its fair share of the cohort (gpu: would use 16, fair share 11.0)"} {
+		j := gpuJob(ns, "new", "standard", 2)
+		if ns == "d" {
+			j = gpuJob(ns, "new", "standard", 1)
+		}
+		j.QueuedAt, j.MaxRuntime = t0.Add(10*time.Second), 3*time.Hour
+		v := base.Decide(j, false)
+		must.Eq(t, Admitted, v.State, must.Sprintf("the Base admits %s's job: %s", ns, v.Reason))
+		why := p.BorrowHeldBy(cfg, j, v.Checks, j.QueuedAt)
+		if want == "" {
+			must.Eq(t, "", why)
+			continue
+		}
+		must.StrContains(t, why, want)
+	}
 }

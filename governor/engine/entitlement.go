@@ -116,6 +116,15 @@ func (a *account) neverWithinLimit(req quota.Vector) bool {
 	return false
 }
 
+// byTenant is e keyed by namespace, as a plan shows it.
+func (e entitlement) byTenant() map[string]map[string]float64 {
+	out := make(map[string]map[string]float64, len(e))
+	for a, v := range e {
+		out[a.t.Namespace] = v
+	}
+	return out
+}
+
 // WaterFill divides capacity by weighted max-min fairness: nobody gets
 // more than it wants, and what one leaves goes to the others in
 // proportion to their weights. Entries of no weight or no want get 0.

@@ -159,7 +159,7 @@ func TestBorrowHeldByAcrossNodePools(t *testing.T) {
 	sc.nodes = append(sc.nodes, mkNode("o1").Pool("other").Devices(h200, 8, "memory", "143771 MiB").Build())
 	cfg := testConfig()
 	plan := Decide(cfg, sc.snap())
-	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour)}}, plan.BorrowHolds)
+	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour), Entitled: borrowSceneEntitled}}, plan.BorrowHolds)
 	base := Prepare(cfg, sc.snap())
 	cases := map[string]struct {
 		ns      string

@@ -211,7 +211,8 @@ type Plan struct {
 	// Reservations lists the starving heads' reservations.
 	Reservations []Reservation `json:",omitempty"`
 	// BorrowHolds lists the cohorts whose lending a starved head holds
-	// (borrowhold.go): no other job of the cohort may borrow.
+	// (borrowhold.go): no other job of the cohort may borrow past its
+	// tenant's fair share of the cohort.
 	BorrowHolds []BorrowHold `json:",omitempty"`
 	// Preemptions lists the preemptions this plan decides; their victims
 	// appear in Decisions as Requeue.
