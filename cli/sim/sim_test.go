@@ -226,21 +226,28 @@ func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
 
 // -fair-share-gap, -fair-share-classes and -fair-share-rule reach the
 // engine: on a contended two days (32 standard nodes, load 1.2, seed 2,
-// checkpoints on stop) each alone lets fairness take more victims than
-// the default (measured: 124 preemptions; gap 0.02: 192; any class: 175;
-// the entitlement rule: 173, share error 0.114 → 0.113).
+// checkpoints on stop) each alone changes what allot decides, and the
+// defaults spelled out do not (measured with round 28's borrow hold:
+// 170 preemptions, share error 0.106; gap 0.02: 161, 0.093; any class:
+// 158, 0.105; the entitlement rule: 190, 0.102. Before it each flag took
+// more victims than the default, which no longer holds on this trace:
+// which way a rule moves the count is a measurement, docs/simulator.md).
 func TestFairShareFlagsReachTheEngine(t *testing.T) {
-	preemptions := func(args ...string) int {
+	type outcome struct {
+		preemptions int
+		shareError  float64
+	}
+	run := func(args ...string) outcome {
 		sums := runJSON(t, append([]string{"-cluster", "../../" + sim.DefaultCluster, "-nodes", "32", "-jobs", "1000", "-span", "48h", "-load", "1.2", "-seed", "2",
 			"-policies", "allot", "-checkpoint-on-stop"}, args...)...)
 		must.SliceLen(t, 1, sums)
-		return sums[0].Preemptions
+		return outcome{sums[0].Preemptions, sums[0].ShareError}
 	}
-	def := preemptions()
+	def := run()
 	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}} {
-		must.Greater(t, def, preemptions(flag...), must.Sprintf("%v against the default's %d", flag, def))
+		must.NotEq(t, def, run(flag...), must.Sprintf("%v decides as the default does (%+v)", flag, def))
 	}
-	must.EqOp(t, def, preemptions("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "gap"), must.Sprint("the defaults spelled out"))
+	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "gap"), must.Sprint("the defaults spelled out"))
 }
 
 // -queue-order reaches the engine: on the contended two days of
