@@ -14,19 +14,19 @@ import (
 // while b borrows. b's 2-GPU job on n3 ends in an hour (run time 2 h)
 // and last checkpointed lostMin minutes ago.
 func borrowScene(lostMin int) *scene {
-	now := t0.Add(10 * time.Second)
 	sc := threeTenants().run("a", "a1", "standard", "n1", 2, 60).run("c", "c1", "standard", "n1", 6, 60).
 		run("b", "b1", "standard", "n2", 8, 60).run("b", "b2", "standard", "n3", 2, lostMin)
 	sc.jobs[len(sc.jobs)-1].MaxRuntime = 2 * time.Hour
-	big := gpuJob("a", "big", "standard", 8)
-	big.QueuedAt = now.Add(-time.Hour)
-	slow := gpuJob("b", "slow", "standard", 2)
-	slow.QueuedAt, slow.MaxRuntime = now.Add(-30*time.Minute), 3*time.Hour
-	quick := gpuJob("b", "quick", "standard", 2)
-	quick.QueuedAt, quick.MaxRuntime = now.Add(-30*time.Minute), 30*time.Minute
-	own := gpuJob("c", "own", "standard", 1)
-	own.QueuedAt = now.Add(-30 * time.Minute)
-	return sc.queue(big).queue(slow).queue(quick).queue(own)
+	return sc.queue(waiting("a", "big", 8, time.Hour, 0)).queue(waiting("b", "slow", 2, 30*time.Minute, 3*time.Hour)).
+		queue(waiting("b", "quick", 2, 30*time.Minute, 30*time.Minute)).queue(waiting("c", "own", 1, 30*time.Minute, 0))
+}
+
+// waiting is a standard gpuJob of ns queued for ago at the scenes' now
+// (t0+10s), with allot.max-runtime runtime (0: none).
+func waiting(ns, id string, gpus int, ago, runtime time.Duration) *Job {
+	j := gpuJob(ns, id, "standard", gpus)
+	j.QueuedAt, j.MaxRuntime = t0.Add(10*time.Second).Add(-ago), runtime
+	return j
 }
 
 // borrowSceneEntitled is borrowScene's entitlements: c asks for 7 GPUs,
@@ -327,20 +327,14 @@ func TestBorrowHoldSkipsAClassTheTenantMayNotUse(t *testing.T) {
 // both for three hours (past the hold's start).
 // Demands a 10, b 16, c 0, d 11: entitlements a 10, d 11, b 11.
 func fairBorrowScene() *scene {
-	now := t0.Add(10 * time.Second)
 	sc := &scene{tenants: []*Tenant{
 		mkTenant("a").Quota("gpu", 8).Build(), mkTenant("b").Quota("gpu", 8).Build(),
 		mkTenant("c").Quota("gpu", 8).Build(), mkTenant("d").Quota("gpu", 8).Build(),
 	}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8), gpuNode("n4", 8)}}
 	sc.run("a", "a1", "standard", "n1", 2, 60).run("b", "b1", "standard", "n2", 8, 60).
 		run("b", "b2", "standard", "n3", 6, 60).run("d", "d1", "standard", "n3", 2, 60).run("d", "d2", "standard", "n4", 8, 60)
-	big := gpuJob("a", "big", "standard", 8)
-	big.QueuedAt = now.Add(-time.Hour)
-	more := gpuJob("b", "more", "standard", 2)
-	more.QueuedAt, more.MaxRuntime = now.Add(-30*time.Minute), 3*time.Hour
-	fair := gpuJob("d", "fair", "standard", 1)
-	fair.QueuedAt, fair.MaxRuntime = now.Add(-30*time.Minute), 3*time.Hour
-	return sc.queue(big).queue(more).queue(fair)
+	return sc.queue(waiting("a", "big", 8, time.Hour, 0)).queue(waiting("b", "more", 2, 30*time.Minute, 3*time.Hour)).
+		queue(waiting("d", "fair", 1, 30*time.Minute, 3*time.Hour))
 }
 
 // TestBorrowHoldLetsFairBorrowersGo: a borrow hold holds back borrowing
@@ -361,11 +355,8 @@ func TestBorrowHoldLetsFairBorrowersGo(t *testing.T) {
 	// The proxy: the Base admits both, the plan's hold keeps b's.
 	base := Prepare(cfg, fairBorrowScene().snap())
 	for ns, want := range map[string]string{"d": "", "b": "past its fair share of the cohort (gpu: would use 16, fair share 11.0)"} {
-		j := gpuJob(ns, "new", "standard", 2)
-		if ns == "d" {
-			j = gpuJob(ns, "new", "standard", 1)
-		}
-		j.QueuedAt, j.MaxRuntime = t0.Add(10*time.Second), 3*time.Hour
+		gpus := map[string]int{"d": 1, "b": 2}[ns]
+		j := waiting(ns, "new", gpus, 0, 3*time.Hour)
 		v := base.Decide(j, false)
 		must.Eq(t, Admitted, v.State, must.Sprintf("the Base admits %s's job: %s", ns, v.Reason))
 		why := p.BorrowHeldBy(cfg, j, v.Checks, j.QueuedAt)

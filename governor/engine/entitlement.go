@@ -77,26 +77,43 @@ func (cy *cycle) entitlementOf(co *cohort) entitlement {
 // for (every allocation of every group). A queued job counts though
 // Nomad reports it dead (the governor holds it stopped); finished jobs
 // and jobs a user stopped ask for nothing, nor does a job that asks for
-// more than its tenant's hard limit allows (it can never run).
+// more than its tenant's hard limit allows (it can never run). One walk
+// of the jobs per cycle serves every cohort (the borrow holds ask for
+// the entitlement of each cohort they hold).
 func (cy *cycle) demands(co *cohort) map[*account]quota.Vector {
+	if cy.pre.demand == nil {
+		cy.pre.demand = cy.allDemands()
+	}
 	out := make(map[*account]quota.Vector, len(co.members))
 	for _, m := range co.members {
-		out[m] = quota.Vector{}
+		out[m] = cy.pre.demand[m]
 	}
+	return out
+}
+
+// allDemands is demands for every account, in one walk of the jobs.
+func (cy *cycle) allDemands() map[*account]quota.Vector {
+	out := map[*account]quota.Vector{}
 	var counts []int
+	req := quota.Vector{}
 	for _, j := range cy.jobs {
 		a := cy.accts[j.Namespace]
-		if a == nil || a.cohort != co || j.StoppedByUser || !(j.State == Queued || j.Running()) {
+		if a == nil || j.StoppedByUser || !(j.State == Queued || j.Running()) {
 			continue
 		}
 		counts = counts[:0]
 		for gi := range j.Groups {
 			counts = append(counts, cy.want(j, gi))
 		}
-		req := quota.Vector{}
+		for r := range req {
+			delete(req, r)
+		}
 		addRequest(req, j, counts)
 		if a.neverWithinLimit(req) {
 			continue
+		}
+		if out[a] == nil {
+			out[a] = quota.Vector{}
 		}
 		for r, n := range req {
 			out[a][r] += n

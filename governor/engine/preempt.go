@@ -35,6 +35,9 @@ type preemptState struct {
 	// ents holds the cohorts' entitlements (entitlement.go; built on
 	// first use).
 	ents map[*cohort]entitlement
+	// demand holds what each account's jobs ask for (entitlement.go;
+	// built on first use).
+	demand map[*account]quota.Vector
 }
 
 func newPreemptState() preemptState {
