@@ -1,0 +1,167 @@
+//go:build simgrid
+
+package sim
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/allot-sh/allot/governor/sim/fleet"
+	"github.com/allot-sh/allot/governor/sim/workload"
+	"github.com/shoenig/test/must"
+)
+
+// TestShareErrorByCheck splits allot's share error per 10-minute sample
+// (as Summarize scores it) into what tenants lack below their entitlement
+// and what they hold beyond it, and the lack by the first failing check
+// of the tenant's held jobs (shared in proportion to the GPUs they ask
+// for); a held job failing quota is split by whether its tenant used less
+// than its nominal quota at the sample and, if so, by whether the job
+// alone asks for more than that nominal. One line per tenant follows.
+// Rows as the grid's (SIMGRID_ROWS, SIMGRID_CLUSTER; docs/simulator.md,
+// round 29):
+//
+//	SIMGRID_ROWS=1.2:2,1.5:2 go test -tags simgrid -run '^TestShareErrorByCheck$' -v -timeout 30m ./governor/sim/
+func TestShareErrorByCheck(t *testing.T) {
+	cluster := "standard.hcl"
+	if name := os.Getenv("SIMGRID_CLUSTER"); name != "" {
+		cluster = name
+	}
+	spec, err := fleet.Load("scenarios/" + cluster)
+	must.NoError(t, err)
+	rows := os.Getenv("SIMGRID_ROWS")
+	if rows == "" {
+		rows = "1.5:2"
+	}
+	for _, row := range strings.Split(rows, ",") {
+		ls, ss, _ := strings.Cut(row, ":")
+		load, err := strconv.ParseFloat(ls, 64)
+		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
+		seed, err := strconv.ParseInt(ss, 10, 64)
+		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
+		sc, err := GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: Week, Load: load})
+		must.NoError(t, err)
+		opts := DefaultOptions()
+		opts.Seed = seed
+		s, err := newSim(sc.Spec, sc.Jobs, Allot, opts)
+		must.NoError(t, err)
+		m := newLackMeter(s)
+		s.onSettle = m.settle
+		s.loop()
+		sum := Summarize(s.result())
+		must.Positive(t, m.entSum)
+		fmt.Printf("\n%s load %.1f seed %d: share error %.4f (report %.4f)\n", cluster, load, seed, (m.total(m.under)+m.total(m.over))/m.entSum, sum.ShareError)
+		m.print()
+	}
+}
+
+// lackMeter accumulates, per sample of the run, each tenant's distance
+// from its entitlement and what its held jobs' first failing checks are.
+type lackMeter struct {
+	s               *sim
+	weights, limits []int
+	seen            int
+	entSum          float64
+	under, over     []float64
+	// lack holds, per tenant, its lack by the held jobs' failing check.
+	lack []map[string]float64
+}
+
+func newLackMeter(s *sim) *lackMeter {
+	n := len(s.m.tenants)
+	m := &lackMeter{s: s, weights: make([]int, n), limits: make([]int, n), under: make([]float64, n), over: make([]float64, n),
+		lack: make([]map[string]float64, n)}
+	for i, tn := range s.m.tenants {
+		m.weights[i], m.limits[i] = int(s.tenants[tn].Quota["gpu"]), int(s.tenants[tn].Limit["gpu"])
+		m.lack[i] = map[string]float64{}
+	}
+	return m
+}
+
+// settle reads the sample the last batch of events took, if any.
+func (m *lackMeter) settle() {
+	if len(m.s.m.samples) == m.seen {
+		return
+	}
+	m.seen = len(m.s.m.samples)
+	smp := m.s.m.samples[m.seen-1]
+	if smp.T > Week {
+		return
+	}
+	fair := FairShare(m.s.m.gpus, m.weights, (&Result{Limit: m.limits}).claim(smp))
+	held := make([]map[string]int, len(fair))
+	heldGPUs := make([]int, len(fair))
+	for _, j := range m.s.held {
+		i := m.s.m.tIdx[j.w.Tenant]
+		if held[i] == nil {
+			held[i] = map[string]int{}
+		}
+		held[i][m.cause(j, smp.Tenant[i], m.weights[i])] += j.w.GPUs()
+		heldGPUs[i] += j.w.GPUs()
+	}
+	for i := range fair {
+		m.entSum += fair[i]
+		d := fair[i] - float64(smp.Tenant[i])
+		if d <= 0 {
+			m.over[i] -= d
+			continue
+		}
+		m.under[i] += d
+		if heldGPUs[i] == 0 {
+			m.lack[i]["(nothing held)"] += d
+		}
+		for c, g := range held[i] {
+			m.lack[i][c] += d * float64(g) / float64(heldGPUs[i])
+		}
+	}
+}
+
+// cause names held job j's first failing check; quota is split by
+// whether its tenant, holding used GPUs of its nominal quota, was below
+// that nominal, and then by whether the job alone would fit it.
+func (m *lackMeter) cause(j *jobRun, used, nominal int) string {
+	switch {
+	case j.blockedBy == "":
+		return "(none yet)"
+	case j.blockedBy != "quota":
+		return j.blockedBy
+	case used >= nominal:
+		return "quota, tenant at or above its nominal"
+	case j.w.GPUs() > nominal:
+		return "quota, below nominal, job > nominal"
+	}
+	return "quota, below nominal, job ≤ nominal"
+}
+
+func (m *lackMeter) total(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func (m *lackMeter) print() {
+	byCause := map[string]float64{}
+	for _, l := range m.lack {
+		for c, v := range l {
+			byCause[c] += v
+		}
+	}
+	causes := make([]string, 0, len(byCause))
+	for c := range byCause {
+		causes = append(causes, c)
+	}
+	sort.Slice(causes, func(a, b int) bool { return byCause[causes[a]] > byCause[causes[b]] })
+	fmt.Printf("  lacking %.4f, held beyond %.4f (of the entitled GPU-time)\n", m.total(m.under)/m.entSum, m.total(m.over)/m.entSum)
+	for _, c := range causes {
+		fmt.Printf("  lacking, held by %-38s %.4f\n", c, byCause[c]/m.entSum)
+	}
+	for i, tn := range m.s.m.tenants {
+		fmt.Printf("  %-10s nominal %4d  lacking %.4f  beyond %.4f\n", tn, m.weights[i], m.under[i]/m.entSum, m.over[i]/m.entSum)
+	}
+}
