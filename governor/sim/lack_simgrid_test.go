@@ -54,8 +54,12 @@ func TestShareErrorByCheck(t *testing.T) {
 		s.loop()
 		sum := Summarize(s.result())
 		must.Positive(t, m.entSum)
-		fmt.Printf("\n%s load %.1f seed %d: share error %.4f (report %.4f)\n", cluster, load, seed, (m.total(m.under)+m.total(m.over))/m.entSum, sum.ShareError)
+		got := (m.total(m.under) + m.total(m.over)) / m.entSum
+		fmt.Printf("\n%s load %.1f seed %d: share error %.4f (report %.4f)\n", cluster, load, seed, got, sum.ShareError)
 		m.print()
+		// The split adds up to the report's figure: the same samples,
+		// the same fair division.
+		must.InDelta(t, sum.ShareError, got, 1e-3)
 	}
 }
 
