@@ -23,10 +23,40 @@ import (
 // than its nominal quota at the sample and, if so, by whether the job
 // alone asks for more than that nominal. One line per tenant follows.
 // Rows as the grid's (SIMGRID_ROWS, SIMGRID_CLUSTER; docs/simulator.md,
-// round 29):
+// round 29); SPLIT_ONSTOP=1, SPLIT_RULE, SPLIT_CLASSES and SPLIT_ORDER
+// run with checkpoints on stop, fair_share_rule, fair_share_classes and
+// queue_order as TestShareErrorSplit's do (unset: the defaults):
 //
 //	SIMGRID_ROWS=1.2:2,1.5:2 go test -tags simgrid -run '^TestShareErrorByCheck$' -v -timeout 30m ./governor/sim/
 func TestShareErrorByCheck(t *testing.T) {
+	for _, row := range simgridRows(t) {
+		s := row.sim(t)
+		m := newLackMeter(s)
+		s.onSettle = m.settle
+		s.loop()
+		sum := Summarize(s.result())
+		must.Positive(t, m.entSum)
+		got := (m.total(m.under) + m.total(m.over)) / m.entSum
+		fmt.Printf("\n%s load %.1f seed %d: share error %.4f (report %.4f)\n", row.cluster, row.load, row.seed, got, sum.ShareError)
+		m.print()
+		// The split adds up to the report's figure: the same samples,
+		// the same fair division.
+		must.InDelta(t, sum.ShareError, got, 1e-3)
+	}
+}
+
+// gridRow is one load:seed row of SIMGRID_ROWS on SIMGRID_CLUSTER.
+type gridRow struct {
+	cluster string
+	spec    *fleet.Spec
+	load    float64
+	seed    int64
+}
+
+// simgridRows reads the rows to run: SIMGRID_ROWS (comma-separated
+// load:seed, default 1.5:2) on SIMGRID_CLUSTER (a file of scenarios/,
+// default standard.hcl), as the grid's measurements do.
+func simgridRows(t *testing.T) []gridRow {
 	cluster := "standard.hcl"
 	if name := os.Getenv("SIMGRID_CLUSTER"); name != "" {
 		cluster = name
@@ -37,30 +67,44 @@ func TestShareErrorByCheck(t *testing.T) {
 	if rows == "" {
 		rows = "1.5:2"
 	}
+	var out []gridRow
 	for _, row := range strings.Split(rows, ",") {
 		ls, ss, _ := strings.Cut(row, ":")
 		load, err := strconv.ParseFloat(ls, 64)
 		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
 		seed, err := strconv.ParseInt(ss, 10, 64)
 		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
-		sc, err := GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: Week, Load: load})
-		must.NoError(t, err)
-		opts := DefaultOptions()
-		opts.Seed = seed
-		s, err := newSim(sc.Spec, sc.Jobs, Allot, opts)
-		must.NoError(t, err)
-		m := newLackMeter(s)
-		s.onSettle = m.settle
-		s.loop()
-		sum := Summarize(s.result())
-		must.Positive(t, m.entSum)
-		got := (m.total(m.under) + m.total(m.over)) / m.entSum
-		fmt.Printf("\n%s load %.1f seed %d: share error %.4f (report %.4f)\n", cluster, load, seed, got, sum.ShareError)
-		m.print()
-		// The split adds up to the report's figure: the same samples,
-		// the same fair division.
-		must.InDelta(t, sum.ShareError, got, 1e-3)
+		out = append(out, gridRow{cluster: cluster, spec: spec, load: load, seed: seed})
 	}
+	return out
+}
+
+// sim generates the row's week (5,000 jobs, as the grid's) and returns
+// allot's simulation of it with splitOptions, not yet run.
+func (r gridRow) sim(t *testing.T) *sim {
+	sc, err := GenerateWith(r.spec, workload.Params{Seed: r.seed, Jobs: 5000, Span: Week, Load: r.load})
+	must.NoError(t, err)
+	s, err := newSim(sc.Spec, sc.Jobs, Allot, splitOptions(r.seed))
+	must.NoError(t, err)
+	return s
+}
+
+// splitOptions are the default options with the SPLIT_* settings of the
+// environment.
+func splitOptions(seed int64) Options {
+	opts := DefaultOptions()
+	opts.Seed = seed
+	opts.CheckpointOnStop = os.Getenv("SPLIT_ONSTOP") != ""
+	if v := os.Getenv("SPLIT_RULE"); v != "" {
+		opts.Engine.FairShareRule = v
+	}
+	if v := os.Getenv("SPLIT_CLASSES"); v != "" {
+		opts.Engine.FairClasses = v
+	}
+	if v := os.Getenv("SPLIT_ORDER"); v != "" {
+		opts.Engine.QueueOrder = v
+	}
+	return opts
 }
 
 // lackMeter accumulates, per sample of the run, each tenant's distance
