@@ -20,7 +20,9 @@ const wholeNode = 8
 // GPUs that no waiting job fits, even ignoring every governor rule). Per
 // 10-minute sample with fragmentation it records whether only jobs of
 // whole-node allocations (wholeNode GPUs each) waited, the first failing
-// checks of those jobs, and how the free GPUs lay on the nodes. Rows and
+// checks of those jobs, whether fewer than wholeNode GPUs or fewer than
+// every waiting job asks for were free in all (no packing or move could
+// use them), and how the free GPUs lay on the nodes. Rows and
 // settings as TestShareErrorByCheck's (docs/simulator.md, round 30):
 //
 //	SPLIT_ONSTOP=1 SPLIT_RULE=entitlement SPLIT_CLASSES=any SIMGRID_ROWS=1.2:2 go test -tags simgrid -run '^TestFragmentationByWaiting$' -v -timeout 30m ./governor/sim/
@@ -43,12 +45,15 @@ func TestFragmentationByWaiting(t *testing.T) {
 type fragSample struct {
 	t    time.Duration
 	frag int
-	// wholeOnly: every waiting job asks for whole-node allocations.
-	wholeOnly bool
+	// wholeOnly: every waiting job asks for whole-node allocations;
+	// tooBig: every waiting job asks for more GPUs than are free in all.
+	wholeOnly, tooBig bool
 	// checks are the first failing checks of the waiting whole-node jobs.
 	checks map[string]bool
-	// free counts, by free GPUs on a node (1 to wholeNode), those GPUs.
+	// free counts, by free GPUs on a node (1 to wholeNode), those GPUs;
+	// idle is all free GPUs.
 	free [wholeNode + 1]int
+	idle int
 }
 
 type fragMeter struct {
@@ -73,7 +78,8 @@ func (m *fragMeter) settle() {
 		return
 	}
 	f := fragSample{t: smp.T, frag: smp.Idle[IdleFragmentation], wholeOnly: true, checks: map[string]bool{}}
-	for _, j := range m.s.waiting() {
+	waiting := m.s.waiting()
+	for _, j := range waiting {
 		per := 0
 		for _, g := range j.w.Groups {
 			if g.GPUs > per {
@@ -95,6 +101,13 @@ func (m *fragMeter) settle() {
 		}
 		if n > 0 && n <= wholeNode {
 			f.free[n] += n
+		}
+		f.idle += n
+	}
+	f.tooBig = true
+	for _, j := range waiting {
+		if j.w.GPUs() <= f.idle {
+			f.tooBig = false
 		}
 	}
 	m.samples = append(m.samples, f)
@@ -119,6 +132,10 @@ func (m *fragMeter) print(span time.Duration) {
 	}
 	fmt.Printf("  while only whole-node jobs (%d GPUs per allocation) waited: %.2f\n", wholeNode,
 		m.hours(span, func(f *fragSample) bool { return f.wholeOnly })/all)
+	fmt.Printf("  while fewer than %d GPUs were free in all (no whole node however packed): %.2f\n", wholeNode,
+		m.hours(span, func(f *fragSample) bool { return f.idle < wholeNode })/all)
+	fmt.Printf("  while every waiting job asked for more GPUs than were free in all: %.2f\n",
+		m.hours(span, func(f *fragSample) bool { return f.tooBig })/all)
 	checks := map[string]bool{}
 	for _, f := range m.samples {
 		for c := range f.checks {
