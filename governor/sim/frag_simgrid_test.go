@@ -93,12 +93,7 @@ func (m *fragMeter) settle() {
 		f.checks[j.blockedBy] = true
 	}
 	for _, nd := range m.s.nodes {
-		n := 0
-		for d := range nd.n.Devices {
-			if nd.n.Ready && nd.n.Devices[d].Type == "gpu" {
-				n += nd.free[d]
-			}
-		}
+		n := nd.freeGPUs()
 		if n > 0 && n <= wholeNode {
 			f.free[n] += n
 		}

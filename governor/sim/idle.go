@@ -95,13 +95,7 @@ func (s *sim) idleSplit() [numIdleCauses]int {
 	for i, nd := range s.nodes {
 		free[i] = append([]int(nil), nd.free...)
 		cpu[i], mem[i] = nd.freeCPU, nd.freeMem
-		if nd.n.Ready {
-			for d := range nd.n.Devices {
-				if nd.n.Devices[d].Type == "gpu" {
-					idle += nd.free[d]
-				}
-			}
-		}
+		idle += nd.freeGPUs()
 	}
 	for _, a := range s.live {
 		if !a.job.running {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/allot-sh/allot/governor/sim/fleet"
@@ -67,14 +65,11 @@ func simgridRows(t *testing.T) []gridRow {
 	if rows == "" {
 		rows = "1.5:2"
 	}
-	var out []gridRow
-	for _, row := range strings.Split(rows, ",") {
-		ls, ss, _ := strings.Cut(row, ":")
-		load, err := strconv.ParseFloat(ls, 64)
-		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
-		seed, err := strconv.ParseInt(ss, 10, 64)
-		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
-		out = append(out, gridRow{cluster: cluster, spec: spec, load: load, seed: seed})
+	pairs, err := ParseLoadSeeds(rows)
+	must.NoError(t, err, must.Sprint("SIMGRID_ROWS"))
+	out := make([]gridRow, 0, len(pairs))
+	for _, p := range pairs {
+		out = append(out, gridRow{cluster: cluster, spec: spec, load: p.Load, seed: p.Seed})
 	}
 	return out
 }

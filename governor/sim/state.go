@@ -116,6 +116,21 @@ func newNodes(ns []*engine.Node) []*node {
 	return out
 }
 
+// freeGPUs counts the node's unallocated healthy GPUs; none when the
+// node is not ready.
+func (nd *node) freeGPUs() int {
+	if !nd.n.Ready {
+		return 0
+	}
+	n := 0
+	for d := range nd.n.Devices {
+		if nd.n.Devices[d].Type == "gpu" {
+			n += nd.free[d]
+		}
+	}
+	return n
+}
+
 // fits returns the device group of nd that can host one allocation of
 // group g, -1 for none needed, or ok false.
 func (nd *node) fits(g *workload.Group, pick func(n int) int) (int, bool) {

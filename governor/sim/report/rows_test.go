@@ -4,8 +4,6 @@ package report
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -38,16 +36,13 @@ func standardRows(t *testing.T, def string) []stdRow {
 	if rows == "" {
 		rows = def
 	}
-	var out []stdRow
-	for _, row := range strings.Split(rows, ",") {
-		ls, ss, _ := strings.Cut(row, ":")
-		load, err := strconv.ParseFloat(ls, 64)
-		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
-		seed, err := strconv.ParseInt(ss, 10, 64)
-		must.NoError(t, err, must.Sprintf("SIMGRID_ROWS row %q: want load:seed", row))
-		sc, err := sim.GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: sim.Week, Load: load})
+	pairs, err := sim.ParseLoadSeeds(rows)
+	must.NoError(t, err, must.Sprint("SIMGRID_ROWS"))
+	out := make([]stdRow, 0, len(pairs))
+	for _, p := range pairs {
+		sc, err := sim.GenerateWith(spec, workload.Params{Seed: p.Seed, Jobs: 5000, Span: sim.Week, Load: p.Load})
 		must.NoError(t, err)
-		out = append(out, stdRow{load: load, seed: seed, sc: sc})
+		out = append(out, stdRow{load: p.Load, seed: p.Seed, sc: sc})
 	}
 	return out
 }
