@@ -96,6 +96,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
 			&cli.BoolFlag{Name: "checkpoint-on-stop", Usage: "jobs save a checkpoint when stopped, as ckpt driver tasks do on request: a preemption loses no work (all policies; default: work since the last periodic checkpoint is lost)"},
+			&cli.Float64Flag{Name: "ckpt-share", Usage: "share of the jobs (0–1, chosen by job ID) that run under the ckpt driver and save a checkpoint when stopped; the others lose work since their last periodic checkpoint (all policies; a trace's saves_on_stop jobs save either way)"},
 			&cli.BoolFlag{Name: cmdutil.FlagJSON, Usage: "print JSON summaries instead of tables"}),
 		Action: runAction,
 	}
@@ -235,6 +236,11 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	opts.CheckpointOnStop = c.Bool("checkpoint-on-stop")
+	share := c.Float64("ckpt-share")
+	if !(share >= 0 && share <= 1) {
+		return cmdutil.UsageError(c, "-ckpt-share must be between 0 and 1, got %g", share)
+	}
+	workload.MarkSavesOnStop(sc.Jobs, share, opts.Seed)
 	if err := engineFlags(c, &opts); err != nil {
 		return err
 	}
@@ -257,6 +263,8 @@ func runAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "Cluster: %s (%d GPUs); %d jobs", sc.Spec, sc.Spec.GPUs(), len(sc.Jobs))
 	if opts.CheckpointOnStop {
 		fmt.Fprint(c.App.Writer, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work")
+	} else if share > 0 {
+		fmt.Fprintf(c.App.Writer, "; %.0f%% of jobs save a checkpoint when stopped (-ckpt-share)", share*100)
 	}
 	if set := overriddenSettings(c); len(set) > 0 {
 		fmt.Fprintf(c.App.Writer, "; governor settings: %s", strings.Join(set, ", "))

@@ -70,11 +70,12 @@ func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 		must.MapLen(t, 2, out)
 		return out
 	}
-	periodic, onStop := byPolicy(), byPolicy("-checkpoint-on-stop")
+	periodic, onStop, all := byPolicy(), byPolicy("-checkpoint-on-stop"), byPolicy("-ckpt-share", "1")
 	for _, p := range []gsim.Policy{gsim.NomadPriority, gsim.Allot} {
 		must.Positive(t, periodic[p].LostGPUHours, must.Sprintf("%s without the flag", p))
 		must.Positive(t, onStop[p].Preemptions, must.Sprintf("%s with the flag", p))
 		must.Eq(t, 0.0, onStop[p].LostGPUHours, must.Sprintf("%s with the flag", p))
+		must.Eq(t, onStop[p], all[p], must.Sprintf("%s: -ckpt-share 1 is -checkpoint-on-stop", p))
 	}
 }
 
@@ -93,6 +94,7 @@ func header(t *testing.T, args ...string) string {
 func TestCheckpointOnStopNamedInHeader(t *testing.T) {
 	must.StrHasSuffix(t, "; jobs save a checkpoint when stopped (-checkpoint-on-stop): preemption loses no work", header(t, "-checkpoint-on-stop"))
 	must.StrNotContains(t, header(t), "checkpoint")
+	must.StrHasSuffix(t, "; 25% of jobs save a checkpoint when stopped (-ckpt-share)", header(t, "-ckpt-share", "0.25"))
 }
 
 func TestGenerateThenReplayTheTrace(t *testing.T) {
@@ -137,6 +139,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		"bad cluster":                    {[]string{"run", "-cluster", badCluster}, 1, "c.hcl:1,"},
 		"no cluster":                     {[]string{"run", "-cluster", filepath.Join(dir, "none.hcl")}, 1, "none.hcl"},
 		"negative nodes":                 {[]string{"run", "-cluster", small, "-nodes", "-3"}, 2, "-nodes -3"},
+		"ckpt share above 1":             {[]string{"run", "-cluster", small, "-ckpt-share", "1.5"}, 2, "-ckpt-share must be between 0 and 1, got 1.5"},
+		"ckpt share not a number":        {[]string{"run", "-cluster", small, "-ckpt-share", "NaN"}, 2, "-ckpt-share must be between 0 and 1, got NaN"},
 		"negative start delay":           {[]string{"run", "-cluster", small, "-start-delay", "-1s"}, 2, "-start-delay must be between 0 and 24h0m0s"},
 		"negative stop delay":            {[]string{"run", "-cluster", small, "-stop-delay", "-1s"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
 		"endless stop delay":             {[]string{"run", "-cluster", small, "-stop-delay", "2562047h"}, 2, "-stop-delay must be between 0 and 24h0m0s"},

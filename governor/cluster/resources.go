@@ -40,7 +40,7 @@ func canonicalGroups(j *api.Job) []*api.TaskGroup {
 }
 
 // copyGroup copies what canonicalGroups reads of a group: name, count,
-// scaling bounds, constraints and the tasks' resources.
+// scaling bounds, constraints and the tasks' drivers and resources.
 func copyGroup(tg *api.TaskGroup) *api.TaskGroup {
 	g := &api.TaskGroup{Name: tg.Name, Count: tg.Count, Constraints: tg.Constraints}
 	if tg.Scaling != nil {
@@ -50,7 +50,7 @@ func copyGroup(tg *api.TaskGroup) *api.TaskGroup {
 		if t == nil {
 			continue
 		}
-		ct := &api.Task{Name: t.Name, Constraints: t.Constraints}
+		ct := &api.Task{Name: t.Name, Driver: t.Driver, Constraints: t.Constraints}
 		if r := t.Resources; r != nil {
 			ct.Resources = &api.Resources{CPU: r.CPU, Cores: r.Cores, MemoryMB: r.MemoryMB}
 			for _, d := range r.Devices {
@@ -84,7 +84,34 @@ func convertGroup(tg *api.TaskGroup) engine.Group {
 			g.Devices = append(g.Devices, engine.DeviceRequest{Name: d.Name, Count: deviceCount(d.Count), Constraints: constraints(d.Constraints)})
 		}
 	}
+	g.SavesOnStop = savesOnStop(tg.Tasks)
 	return g
+}
+
+// ckptDriver is the jobspec driver name of Allot's task driver, which
+// asks a task to checkpoint before each stop.
+const ckptDriver = "ckpt"
+
+// savesOnStop reports whether every task that holds devices (every task,
+// when none does) runs under the ckpt driver (engine.Group.SavesOnStop).
+func savesOnStop(tasks []*api.Task) bool {
+	var withDevices, ckpt, ckptWithDevices int
+	for _, t := range tasks {
+		dev := t.Resources != nil && len(t.Resources.Devices) > 0
+		if dev {
+			withDevices++
+		}
+		if t.Driver == ckptDriver {
+			ckpt++
+			if dev {
+				ckptWithDevices++
+			}
+		}
+	}
+	if withDevices > 0 {
+		return ckptWithDevices == withDevices
+	}
+	return len(tasks) > 0 && ckpt == len(tasks)
 }
 
 // deviceCount reads a device request's count without overflow: nil is one

@@ -118,3 +118,30 @@ func TestRealAllocationsCountAsPlaced(t *testing.T) {
 	must.True(t, decided, must.Sprint("control: an allocation of another shape is replaced, not placed"))
 	must.Eq(t, engine.Requeue, d.Action)
 }
+
+// A group saves a checkpoint on stop when the tasks holding its devices
+// run under the ckpt driver; a sidecar of another driver does not count,
+// and a device task of another driver does.
+func TestGroupSavesOnStopWhenItsDeviceTasksRunUnderCkpt(t *testing.T) {
+	const gpu = `"Resources":{"Devices":[{"Name":"nvidia/gpu","Count":1}]}`
+	cases := map[string]struct {
+		tasks string
+		want  bool
+	}{
+		"device task under ckpt":                {`{"Name":"t","Driver":"ckpt",` + gpu + `}`, true},
+		"device task under ckpt, docker logger": {`{"Name":"t","Driver":"ckpt",` + gpu + `},{"Name":"log","Driver":"docker"}`, true},
+		"device task under raw_exec":            {`{"Name":"t","Driver":"raw_exec",` + gpu + `}`, false},
+		"one of two device tasks under ckpt":    {`{"Name":"a","Driver":"ckpt",` + gpu + `},{"Name":"b","Driver":"exec",` + gpu + `}`, false},
+		"no devices, all under ckpt":            {`{"Name":"a","Driver":"ckpt"},{"Name":"b","Driver":"ckpt"}`, true},
+		"no devices, one under docker":          {`{"Name":"a","Driver":"ckpt"},{"Name":"b","Driver":"docker"}`, false},
+		"a driver named like ckpt":              {`{"Name":"t","Driver":"CKPT",` + gpu + `}`, false},
+		"no tasks":                              {``, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := groupsOf(t, `{"ID":"j","TaskGroups":[{"Name":"g","Tasks":[`+tc.tasks+`]}]}`)
+			must.SliceLen(t, 1, got)
+			must.Eq(t, tc.want, got[0].SavesOnStop)
+		})
+	}
+}

@@ -92,7 +92,10 @@ type victim struct {
 	// times its device instances (at least one). Victims are ranked by
 	// it, so a 64-GPU job 100 hours into its run is the costliest of
 	// victims, not one among many that lose more than 30 minutes.
-	cost   time.Duration
+	cost time.Duration
+	// thrown is cost unless the job saves a checkpoint when stopped
+	// (Group.SavesOnStop): zero then.
+	thrown time.Duration
 	newest time.Time
 	use    quota.Vector
 	allocs []*Alloc
@@ -180,6 +183,9 @@ func (cy *cycle) newVictim(j *Job) *victim {
 	}
 	if len(v.allocs) == 0 {
 		return nil
+	}
+	if !j.savesOnStop() {
+		v.thrown = v.cost
 	}
 	return v
 }

@@ -121,7 +121,7 @@ func bruteForceFewest(s *trial, cands []*victim) (int, []*victim) {
 		if best >= 0 && len(set) > best || !s.feasible(set) {
 			continue
 		}
-		if best < 0 || len(set) < best || costOf(set).less(costOf(cheapest)) {
+		if best < 0 || len(set) < best || s.costOf(set).less(s.costOf(cheapest)) {
 			best, cheapest = len(set), set
 		}
 	}
@@ -166,7 +166,7 @@ func TestPropertyFewestVictimsMatchesBruteForce(t *testing.T) {
 		}
 		checked++
 		must.True(t, sm.feasible(got))
-		c, f := costOf(got), costOf(cheapest)
+		c, f := sm.costOf(got), sm.costOf(cheapest)
 		if f.stale == 0 || len(got) == want {
 			must.Eq(t, want, len(got), must.Sprintf("seed %d", seed))
 			must.Eq(t, f, c, must.Sprintf("seed %d", seed))

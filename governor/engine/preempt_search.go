@@ -32,11 +32,15 @@ type trial struct {
 	// unsaved counts the borrowers' jobs a reclaim spared because they
 	// would lose more than its rules allow (reclaimable).
 	unsaved int
+	// nominalFirst: victim sets are ranked by what they take of their
+	// tenants' nominal quota (setCost.nominal), under FairRuleEntitlement.
+	nominalFirst bool
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {
 	missing := cy.missing(j)
-	s := &trial{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{}}
+	s := &trial{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{},
+		nominalFirst: cy.cfg.FairShareRule == FairRuleEntitlement}
 	for r, n := range s.req {
 		if n > 0 && r != quota.CPU && r != quota.Memory {
 			s.devs[r] = true
@@ -158,7 +162,10 @@ func choose(s *trial, cands []*victim) []*victim {
 // throws away less device time: fewest first took, for a 16-GPU
 // reclaim, one 64-GPU job 52 hours past its start that never
 // checkpointed (3,357 device-hours) over two 8-GPU jobs that lost 14
-// (docs/simulator.md, round 24). cands together must make room (choose
+// (docs/simulator.md, round 24). Under the entitlement rule a larger set
+// is also taken where it stops no more such victims and takes less of
+// its victims' tenants' nominal quota without throwing away more work
+// for good (setCost.takesLess). cands together must make room (choose
 // checks it), so the search always finds a set.
 func exact(s *trial, cands []*victim) []*victim {
 	var best []*victim
@@ -168,15 +175,15 @@ func exact(s *trial, cands []*victim) []*victim {
 		if set == nil {
 			continue
 		}
-		c := costOf(set)
+		c := s.costOf(set)
 		if best == nil {
-			if c.stale == 0 {
+			if c.stale == 0 && c.nominal == 0 {
 				return set
 			}
 			best, bestCost = set, c
 			continue
 		}
-		if c.stale <= bestCost.stale && c.prio <= bestCost.prio && c.lost < bestCost.lost {
+		if c.betterLarger(bestCost) {
 			best, bestCost = set, c
 		}
 	}
@@ -185,14 +192,27 @@ func exact(s *trial, cands []*victim) []*victim {
 
 // setCost ranks victim sets of equal size: the fewest victims that lose
 // more than FairLostWork (only a reclaim takes such victims: freshFirst),
-// then the highest class stopped, then the total device time lost.
+// then, under the entitlement rule, the least taken of the victims'
+// tenants' nominal quota where it throws away no more work for good
+// (takesLess), then the highest class stopped, then the total device
+// time lost.
 type setCost struct {
 	stale int
-	prio  int
-	lost  time.Duration
+	// nominal is what the set takes, of the governed devices, from
+	// victims' tenants (the preemptor's own aside) below their nominal
+	// quota: capacity they were promised, not capacity they borrow.
+	// Counted under FairRuleEntitlement only (trial.nominalFirst).
+	nominal int64
+	prio    int
+	lost    time.Duration
+	// thrown is the device time the set throws away for good: lost, less
+	// the victims whose stop saves a checkpoint (Group.SavesOnStop). The
+	// nominal ranking never costs more of it.
+	thrown time.Duration
 }
 
-func costOf(set []*victim) setCost {
+// costOf is the cost of stopping set for the trial's job.
+func (s *trial) costOf(set []*victim) setCost {
 	var c setCost
 	for _, v := range set {
 		if v.lost > FairLostWork {
@@ -202,6 +222,10 @@ func costOf(set []*victim) setCost {
 			c.prio = v.prio
 		}
 		c.lost += v.cost
+		c.thrown += v.thrown
+	}
+	if s.nominalFirst {
+		c.nominal = s.nominalTaken(set)
 	}
 	return c
 }
@@ -210,10 +234,71 @@ func (c setCost) less(o setCost) bool {
 	switch {
 	case c.stale != o.stale:
 		return c.stale < o.stale
+	case c.takesLess(o):
+		return true
+	case o.takesLess(c):
+		return false
 	case c.prio != o.prio:
 		return c.prio < o.prio
 	}
 	return c.lost < o.lost
+}
+
+// takesLess reports whether c takes less of its victims' tenants'
+// nominal quota than o and throws away no more work for good: a stop
+// that saves a checkpoint loses nothing, so taking more such victims to
+// spare a promise costs only restarts, while taking more victims that
+// lose their work since their last checkpoint threw away 1,196 GPU-hours
+// a week more (docs/simulator.md, round 31).
+func (c setCost) takesLess(o setCost) bool {
+	return c.nominal < o.nominal && c.thrown <= o.thrown
+}
+
+// betterLarger reports whether a larger set of cost c replaces the best
+// smaller set of cost o (exact): it stops no more victims that lose more
+// than FairLostWork and takes less nominal quota without throwing away
+// more work (takesLess), or takes no more nominal quota, stops no higher
+// class and throws away less device time.
+func (c setCost) betterLarger(o setCost) bool {
+	if c.stale > o.stale {
+		return false
+	}
+	return c.takesLess(o) || c.nominal <= o.nominal && c.prio <= o.prio && c.lost < o.lost
+}
+
+// nominalTaken sums, per victim tenant other than the preemptor's, how
+// far the set's victims take it below its nominal quota of each governed
+// device (at most what it loses): a reclaim or fair-share preemption
+// takes back what borrowers borrow, and a whole gang of a tenant that
+// borrows a few devices of it throws the rest of that tenant's promise
+// away (docs/simulator.md, round 31: research's 64-GPU gang, 13 GPUs
+// past its nominal, preempted 9 times).
+func (s *trial) nominalTaken(set []*victim) int64 {
+	var loss map[*account]quota.Vector
+	for _, v := range set {
+		if v.acct == s.acct {
+			continue
+		}
+		if loss == nil {
+			loss = map[*account]quota.Vector{}
+		}
+		if loss[v.acct] == nil {
+			loss[v.acct] = quota.Vector{}
+		}
+		loss[v.acct].Add(v.use)
+	}
+	var taken int64
+	for a, l := range loss {
+		for r, n := range l {
+			if n <= 0 || !s.devs[r] || !a.cohort.governed[r] {
+				continue
+			}
+			if below := a.t.Quota[r] - (a.usage[r] - n); below > 0 {
+				taken += min64(below, n)
+			}
+		}
+	}
+	return taken
 }
 
 // cheapestFeasible tries every k-subset of cands and returns the
@@ -230,7 +315,7 @@ func cheapestFeasible(s *trial, cands []*victim, k int) []*victim {
 		for i, x := range idx {
 			set[i] = cands[x]
 		}
-		if c := costOf(set); (best == nil || c.less(bestCost)) && s.feasible(set) {
+		if c := s.costOf(set); (best == nil || c.less(bestCost)) && s.feasible(set) {
 			best, bestCost = append([]*victim(nil), set...), c
 		}
 		i := k - 1
@@ -249,8 +334,24 @@ func cheapestFeasible(s *trial, cands []*victim, k int) []*victim {
 
 // greedy finds the shortest feasible prefix of cands by bisection (more
 // victims never make room scarcer), then drops every victim, most
-// expensive first, that the others do not need.
+// expensive first, that the others do not need. Under the entitlement
+// rule it also searches with the victims that take nominal quota last
+// (nominalLast) and takes that set where it takes less nominal quota
+// without stopping more stale victims or throwing away more work.
 func greedy(s *trial, cands []*victim) []*victim {
+	set := greedyPrefix(s, cands)
+	if !s.nominalFirst {
+		return set
+	}
+	alt := greedyPrefix(s, s.nominalLast(cands))
+	if c, o := s.costOf(alt), s.costOf(set); c.stale <= o.stale && c.takesLess(o) {
+		return alt
+	}
+	return set
+}
+
+// greedyPrefix is greedy's search over cands in their order.
+func greedyPrefix(s *trial, cands []*victim) []*victim {
 	lo, hi := 1, len(cands)
 	for lo < hi {
 		mid := (lo + hi) / 2
@@ -268,4 +369,21 @@ func greedy(s *trial, cands []*victim) []*victim {
 		}
 	}
 	return set
+}
+
+// nominalLast returns cands with the victims that alone take some of
+// their tenant's nominal quota (nominalTaken) moved behind the others,
+// each group in its order: greedy's prefix then takes borrowed capacity
+// first, as exact's ranking does.
+func (s *trial) nominalLast(cands []*victim) []*victim {
+	out := make([]*victim, 0, len(cands))
+	var later []*victim
+	for _, v := range cands {
+		if s.nominalTaken([]*victim{v}) > 0 {
+			later = append(later, v)
+			continue
+		}
+		out = append(out, v)
+	}
+	return append(out, later...)
 }

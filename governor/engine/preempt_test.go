@@ -536,3 +536,56 @@ func TestOthersDoNotCountAWaitingPreemptorsCapacity(t *testing.T) {
 	must.SliceEmpty(t, victimsOf(p), must.Sprint("n1 is boss's; clow's 2 GPUs alone cannot make room for hi"))
 	must.StrContains(t, findVerdict(t, p, "boss").Reason, "waiting for stopping jobs")
 }
+
+// Under the entitlement rule a reclaim takes back what borrowers borrow
+// before what their tenants were promised, where that throws away no
+// more work for good: r's 8-GPU job (5 minutes past its checkpoint)
+// borrows 2 GPUs past its nominal 6 and b's 1-GPU jobs borrow past its
+// nominal 4. p, within its nominal, needs 4 GPUs on one node: the fewest
+// victims are r's one job (r falls 6 GPUs below its nominal); two of b's
+// leave b at its nominal. Where b's jobs lose 25 minutes each and do not
+// save when stopped, two of them throw away 50 GPU-minutes against r's
+// 40, and r's job is taken; where they save (the ckpt driver), they
+// throw away nothing. The gap rule keeps taking the fewest.
+func TestReclaimTakesBorrowedCapacityBeforeNominalUnderEntitlement(t *testing.T) {
+	// small: b's 1-GPU jobs on n2, each lost minutes past its checkpoint;
+	// the rest of n2 stays free. r's job is gangLost minutes past its.
+	scene := func(small, gangLost, lost int, saves bool) *scene {
+		sc := &scene{tenants: []*Tenant{mkTenant("r").Quota("gpu", 6).Limit("gpu", 16).Build(),
+			mkTenant("b").Quota("gpu", 4).Limit("gpu", 16).Build(), mkTenant("p").Quota("gpu", 6).Build()},
+			nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8)}}
+		sc.run("r", "gang", "standard", "n1", 8, gangLost)
+		for i := 0; i < small; i++ {
+			sc.run("b", fmt.Sprintf("s%d", i), "standard", "n2", 1, lost)
+			sc.jobs[len(sc.jobs)-1].Groups[0].SavesOnStop = saves
+		}
+		return sc.queue(gpuJob("p", "boss", "standard", 4))
+	}
+	two := []string{"s0<-p/boss", "s1<-p/boss"}
+	four := []string{"s0<-p/boss", "s1<-p/boss", "s2<-p/boss", "s3<-p/boss"}
+	gang := []string{"gang<-p/boss"}
+	cases := map[string]struct {
+		rule                  string
+		small, gangLost, lost int
+		saves                 bool
+		victims               []string
+	}{
+		"entitlement: two of b's, b keeps its nominal": {FairRuleEntitlement, 6, 5, 5, false, two},
+		"gap: the fewest, r's whole job":               {FairRuleGap, 6, 5, 5, false, gang},
+		"entitlement: b's would throw away more work":  {FairRuleEntitlement, 6, 5, 25, false, gang},
+		"entitlement: b's save when stopped":           {FairRuleEntitlement, 6, 5, 25, true, two},
+		// Nine candidates: the greedy search, not the exhaustive one. r's
+		// job, just checkpointed, is the cheapest victim and comes first.
+		"gap, greedy: the cheapest first":                {FairRuleGap, 8, 0, 5, true, gang},
+		"entitlement, greedy: b's would throw away more": {FairRuleEntitlement, 8, 0, 5, false, gang},
+		"entitlement, greedy: b's save when stopped":     {FairRuleEntitlement, 8, 0, 5, true, four},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.FairShareRule = tc.rule
+			p := Decide(cfg, scene(tc.small, tc.gangLost, tc.lost, tc.saves).snap())
+			must.Eq(t, tc.victims, victimsOf(p))
+		})
+	}
+}

@@ -148,6 +148,14 @@ type Group struct {
 	Cores       bool
 	Devices     []DeviceRequest
 	Constraints []Constraint
+	// SavesOnStop is true when every task of the group that holds devices
+	// (every task, when none does) runs under Allot's ckpt driver, which
+	// asks the task to checkpoint before each stop: a preemption then
+	// throws away none of its work. The engine still judges a victim by
+	// its last checkpoint (FairLostWork: the task may not save in time);
+	// only the nominal-first reclaim ranking counts on the save
+	// (setCost.thrown).
+	SavesOnStop bool
 }
 
 // DeviceRequest asks for Count instances of one device group. Name is
@@ -191,6 +199,17 @@ type DeviceGroup struct {
 	Instances int
 	// Attributes are rendered as Nomad shows them ("81920 MiB", "9.0").
 	Attributes map[string]string
+}
+
+// savesOnStop reports whether every group of j saves a checkpoint when
+// stopped (Group.SavesOnStop).
+func (j *Job) savesOnStop() bool {
+	for _, g := range j.Groups {
+		if !g.SavesOnStop {
+			return false
+		}
+	}
+	return len(j.Groups) > 0
 }
 
 // ID returns "vendor/type/model".

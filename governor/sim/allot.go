@@ -193,7 +193,8 @@ func (s *sim) engineJob(j *jobRun) *engine.Job {
 		ej.NodePool = "default"
 	}
 	for _, g := range w.Groups {
-		eg := engine.Group{Name: g.Name, Count: g.Count, CPU: g.CPU, MemoryMB: g.MemoryMB}
+		eg := engine.Group{Name: g.Name, Count: g.Count, CPU: g.CPU, MemoryMB: g.MemoryMB,
+			SavesOnStop: s.opts.CheckpointOnStop || w.SavesOnStop}
 		if g.GPUs > 0 {
 			eg.Devices = []engine.DeviceRequest{{Name: g.Device, Count: g.GPUs}}
 		}

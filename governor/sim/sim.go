@@ -70,9 +70,12 @@ type Options struct {
 	// CheckpointOnStop models jobs that save a checkpoint when they are
 	// stopped, as the ckpt driver asks before a preemption's stop (the
 	// toy trainer of the fidelity replay does): a requeue keeps all the
-	// work done. The governor still sees only the periodic checkpoints
-	// (workload Checkpoint) when it picks victims. Off: work since the
-	// last periodic checkpoint is lost.
+	// work done. The engine is told (engine.Group.SavesOnStop, as the
+	// governor reads the ckpt driver from a jobspec) but still judges
+	// victims by their periodic checkpoints (workload Checkpoint); only
+	// its nominal-first reclaim ranking counts on the save. Off: work since the
+	// last periodic checkpoint is lost. Jobs marked
+	// workload.Job.SavesOnStop save when stopped either way.
 	CheckpointOnStop bool
 	// StartDelay is how long a job's tasks take to run once its last
 	// allocation is placed (Nomad's client starting the task); the
@@ -471,7 +474,7 @@ func (s *sim) interrupt(j *jobRun) {
 	j.progress += s.now - j.runningSince
 	kept := time.Duration(0)
 	switch c := j.w.Checkpoint; {
-	case s.opts.CheckpointOnStop:
+	case s.opts.CheckpointOnStop || j.w.SavesOnStop:
 		kept = j.progress
 	case c > 0:
 		kept = j.progress / c * c

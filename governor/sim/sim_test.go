@@ -260,6 +260,33 @@ func TestCheckpointOnStopLosesNoWork(t *testing.T) {
 	must.Eq(t, 0.0, onStop, must.Sprint("a checkpoint on the stop keeps every step"))
 }
 
+// TestSavesOnStopJobsLoseNoWork: without CheckpointOnStop, the jobs the
+// workload marks as running under the ckpt driver keep their work when
+// preempted and the others lose theirs; the engine is told which save.
+func TestSavesOnStopJobsLoseNoWork(t *testing.T) {
+	sc := smallScenario(t, 3)
+	workload.MarkSavesOnStop(sc.Jobs, 0.5, 3)
+	saves := map[string]bool{}
+	for _, w := range sc.Jobs {
+		saves[w.ID] = w.SavesOnStop
+	}
+	r, err := Run(sc.Spec, sc.Jobs, Allot, DefaultOptions())
+	must.NoError(t, err)
+	preempted := map[bool]int{}
+	var unsavedLoss float64
+	for _, j := range r.Jobs {
+		preempted[saves[j.ID]] += j.Preemptions
+		if saves[j.ID] {
+			must.Eq(t, 0.0, j.LostGPUSeconds, must.Sprintf("job %s saves when stopped", j.ID))
+			continue
+		}
+		unsavedLoss += j.LostGPUSeconds
+	}
+	must.Positive(t, preempted[true], must.Sprint("some saving jobs were preempted"))
+	must.Positive(t, preempted[false])
+	must.Positive(t, unsavedLoss, must.Sprint("the others lose work since their last checkpoint"))
+}
+
 // TestStartDelay: with StartDelay a job's work begins that long after its
 // last allocation is placed, its allocations hold their GPUs meanwhile
 // and the engine sees them as not started; starts scheduled before a

@@ -4,6 +4,8 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -32,6 +34,10 @@ type Job struct {
 	Gang bool `json:"gang"`
 	// MaxRuntime is the job's allot.max-runtime (0: none set).
 	MaxRuntime time.Duration `json:"-"`
+	// SavesOnStop: the job runs under the ckpt driver, which asks it to
+	// checkpoint before each stop; a preemption then loses none of its
+	// work (the engine's Group.SavesOnStop).
+	SavesOnStop bool `json:"saves_on_stop,omitempty"`
 }
 
 // Group is one task group: Count allocations, each with GPUs devices of
@@ -96,6 +102,20 @@ func (j *Job) fill() {
 		}
 		if g.Device == "" && g.GPUs > 0 {
 			g.Device = DefaultDevice
+		}
+	}
+}
+
+// MarkSavesOnStop marks a share of jobs (0–1) as running under the ckpt
+// driver (Job.SavesOnStop), chosen by a hash of seed and job ID: the same
+// jobs for every policy, and the generator's random stream untouched, so
+// a workload differs only in how its jobs stop. Jobs already marked stay
+// marked.
+func MarkSavesOnStop(jobs []*Job, share float64, seed int64) {
+	for _, j := range jobs {
+		h := sha256.Sum256([]byte(fmt.Sprintf("%d/%s", seed, j.ID)))
+		if float64(binary.BigEndian.Uint64(h[:8])>>11)/(1<<53) < share {
+			j.SavesOnStop = true
 		}
 	}
 }

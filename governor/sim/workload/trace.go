@@ -27,6 +27,7 @@ type record struct {
 	DurationS   float64 `json:"duration_s"`
 	CheckpointS float64 `json:"checkpoint_s,omitempty"`
 	Gang        *bool   `json:"gang,omitempty"`
+	SavesOnStop bool    `json:"saves_on_stop,omitempty"`
 	Groups      []Group `json:"groups"`
 }
 
@@ -38,7 +39,7 @@ func seconds(s float64) (time.Duration, error) {
 }
 
 func (r *record) job() (*Job, error) {
-	j := &Job{ID: r.ID, Tenant: r.Tenant, Class: r.Class, Pool: r.Pool, Groups: r.Groups, Gang: true}
+	j := &Job{ID: r.ID, Tenant: r.Tenant, Class: r.Class, Pool: r.Pool, Groups: r.Groups, Gang: true, SavesOnStop: r.SavesOnStop}
 	if r.Gang != nil {
 		j.Gang = *r.Gang
 	}
@@ -114,7 +115,7 @@ func unique(seen map[string]int, id string, line int) error {
 // CSVColumns are the columns of a CSV trace; the header row names them in
 // any order. id, submit_s, tenant, gpus and duration_s are required.
 var CSVColumns = []string{"id", "submit_s", "tenant", "class", "pool", "count", "gpus", "device",
-	"cpu_mhz", "memory_mib", "duration_s", "checkpoint_s", "gang"}
+	"cpu_mhz", "memory_mib", "duration_s", "checkpoint_s", "gang", "saves_on_stop"}
 
 var requiredCSV = []string{"id", "submit_s", "tenant", "gpus", "duration_s"}
 
@@ -212,6 +213,11 @@ func csvJob(row []string, col map[string]int) (*Job, error) {
 		errs = append(errs, wrapCol("gang", s, err))
 		rec.Gang = &b
 	}
+	if s := get("saves_on_stop"); s != "" {
+		b, err := strconv.ParseBool(s)
+		errs = append(errs, wrapCol("saves_on_stop", s, err))
+		rec.SavesOnStop = b
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -242,7 +248,7 @@ func WriteJSONL(w io.Writer, jobs []*Job) error {
 	for _, j := range jobs {
 		gang := j.Gang
 		rec := record{ID: j.ID, SubmitS: j.Submit.Seconds(), Tenant: j.Tenant, Class: j.Class, Pool: j.Pool,
-			DurationS: j.Duration.Seconds(), CheckpointS: j.Checkpoint.Seconds(), Gang: &gang, Groups: j.Groups}
+			DurationS: j.Duration.Seconds(), CheckpointS: j.Checkpoint.Seconds(), Gang: &gang, SavesOnStop: j.SavesOnStop, Groups: j.Groups}
 		if err := enc.Encode(rec); err != nil {
 			return fmt.Errorf("writing job %s: %w", j.ID, err)
 		}

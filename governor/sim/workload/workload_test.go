@@ -80,6 +80,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	p.Jobs = 50
 	jobs, err := Generate(p)
 	must.NoError(t, err)
+	MarkSavesOnStop(jobs, 0.5, 3)
 	var buf bytes.Buffer
 	must.NoError(t, WriteJSONL(&buf, jobs))
 	back, err := ReadJSONL("t.jsonl", &buf)
@@ -88,8 +89,8 @@ func TestTraceRoundTrip(t *testing.T) {
 }
 
 func TestReadCSV(t *testing.T) {
-	src := "# a comment\nid,submit_s,tenant,class,count,gpus,duration_s,checkpoint_s,gang\n" +
-		"j2,60,a,high,2,8,3600,600,true\nj1,0,b,,1,1,120,,\n"
+	src := "# a comment\nid,submit_s,tenant,class,count,gpus,duration_s,checkpoint_s,gang,saves_on_stop\n" +
+		"j2,60,a,high,2,8,3600,600,true,true\nj1,0,b,,1,1,120,,,\n"
 	jobs, err := ReadCSV("t.csv", bytes.NewBufferString(src))
 	must.NoError(t, err)
 	must.SliceLen(t, 2, jobs)
@@ -99,6 +100,42 @@ func TestReadCSV(t *testing.T) {
 	must.EqOp(t, 16, jobs[1].GPUs())
 	must.EqOp(t, 10*time.Minute, jobs[1].Checkpoint)
 	must.EqOp(t, time.Minute, jobs[1].Submit)
+	must.False(t, jobs[0].SavesOnStop)
+	must.True(t, jobs[1].SavesOnStop)
+}
+
+// MarkSavesOnStop marks about the share asked, the same jobs for the same
+// seed, keeps jobs already marked, and changes nothing else of a job.
+func TestMarkSavesOnStop(t *testing.T) {
+	p := params(3)
+	p.Jobs = 2000
+	gen := func() []*Job {
+		jobs, err := Generate(p)
+		must.NoError(t, err)
+		return jobs
+	}
+	marked := func(jobs []*Job) (n int) {
+		for _, j := range jobs {
+			if j.SavesOnStop {
+				n++
+			}
+		}
+		return n
+	}
+	for _, share := range []float64{0, 0.25, 0.5, 1} {
+		a, b := gen(), gen()
+		MarkSavesOnStop(a, share, 7)
+		MarkSavesOnStop(b, share, 7)
+		must.Eq(t, a, b, must.Sprintf("share %g: the same jobs", share))
+		got := float64(marked(a)) / float64(len(a))
+		must.Between(t, share-0.05, got, share+0.05, must.Sprintf("share %g", share))
+	}
+	plain, jobs := gen(), gen()
+	jobs[0].SavesOnStop = true
+	MarkSavesOnStop(jobs, 0, 7)
+	must.True(t, jobs[0].SavesOnStop, must.Sprint("a job the trace marks stays marked"))
+	jobs[0].SavesOnStop = false
+	must.Eq(t, plain, jobs)
 }
 
 func TestBadTracesNameFileAndLine(t *testing.T) {
