@@ -255,15 +255,22 @@ func (c setCost) takesLess(o setCost) bool {
 }
 
 // betterLarger reports whether a larger set of cost c replaces the best
-// smaller set of cost o (exact): it stops no more victims that lose more
-// than FairLostWork and takes less nominal quota without throwing away
-// more work (takesLess), or takes no more nominal quota, stops no higher
-// class and throws away less device time.
+// smaller set of cost o (exact). Where c throws away no more work for
+// good and either set takes nominal quota, it must stop fewer victims
+// that lose more than FairLostWork, or as many and take less nominal
+// quota; otherwise (and at equal nominal) it must stop no more such
+// victims, take no more nominal quota, stop no higher class and throw
+// away less device time.
 func (c setCost) betterLarger(o setCost) bool {
-	if c.stale > o.stale {
-		return false
+	if c.thrown <= o.thrown && (c.nominal != 0 || o.nominal != 0) {
+		switch {
+		case c.stale != o.stale:
+			return c.stale < o.stale
+		case c.nominal != o.nominal:
+			return c.nominal < o.nominal
+		}
 	}
-	return c.takesLess(o) || c.nominal <= o.nominal && c.prio <= o.prio && c.lost < o.lost
+	return c.stale <= o.stale && c.nominal <= o.nominal && c.prio <= o.prio && c.lost < o.lost
 }
 
 // nominalTaken sums, per victim tenant other than the preemptor's, how
@@ -335,16 +342,15 @@ func cheapestFeasible(s *trial, cands []*victim, k int) []*victim {
 // greedy finds the shortest feasible prefix of cands by bisection (more
 // victims never make room scarcer), then drops every victim, most
 // expensive first, that the others do not need. Under the entitlement
-// rule it also searches with the victims that take nominal quota last
-// (nominalLast) and takes that set where it takes less nominal quota
-// without stopping more stale victims or throwing away more work.
+// rule it searches with the victims that take nominal quota last
+// (nominalLast) and takes that set unless it throws away more work for
+// good.
 func greedy(s *trial, cands []*victim) []*victim {
 	set := greedyPrefix(s, cands)
 	if !s.nominalFirst {
 		return set
 	}
-	alt := greedyPrefix(s, s.nominalLast(cands))
-	if c, o := s.costOf(alt), s.costOf(set); c.stale <= o.stale && c.takesLess(o) {
+	if alt := greedyPrefix(s, s.nominalLast(cands)); s.costOf(alt).thrown <= s.costOf(set).thrown {
 		return alt
 	}
 	return set
