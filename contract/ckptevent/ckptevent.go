@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// Driver is the driver's name in jobspecs (driver = "ckpt"): the governor
+// reads it to know which tasks are asked to checkpoint before each stop
+// and which can be sent its idle notices.
+const Driver = "ckpt"
+
 // Message prefixes of the driver's events.
 const (
 	// Requested: the checkpoint signal went out.

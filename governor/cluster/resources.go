@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/allot-sh/allot/contract/ckptevent"
 	"github.com/allot-sh/allot/governor/engine"
 )
 
@@ -88,30 +89,30 @@ func convertGroup(tg *api.TaskGroup) engine.Group {
 	return g
 }
 
-// ckptDriver is the jobspec driver name of Allot's task driver, which
-// asks a task to checkpoint before each stop.
-const ckptDriver = "ckpt"
-
 // savesOnStop reports whether every task that holds devices (every task,
 // when none does) runs under the ckpt driver (engine.Group.SavesOnStop).
 func savesOnStop(tasks []*api.Task) bool {
-	var withDevices, ckpt, ckptWithDevices int
+	judged := tasks
+	if withDevices := holdingDevices(tasks); len(withDevices) > 0 {
+		judged = withDevices
+	}
+	for _, t := range judged {
+		if t.Driver != ckptevent.Driver {
+			return false
+		}
+	}
+	return len(judged) > 0
+}
+
+// holdingDevices returns the tasks that ask for devices.
+func holdingDevices(tasks []*api.Task) []*api.Task {
+	var out []*api.Task
 	for _, t := range tasks {
-		dev := t.Resources != nil && len(t.Resources.Devices) > 0
-		if dev {
-			withDevices++
-		}
-		if t.Driver == ckptDriver {
-			ckpt++
-			if dev {
-				ckptWithDevices++
-			}
+		if t.Resources != nil && len(t.Resources.Devices) > 0 {
+			out = append(out, t)
 		}
 	}
-	if withDevices > 0 {
-		return ckptWithDevices == withDevices
-	}
-	return len(tasks) > 0 && ckpt == len(tasks)
+	return out
 }
 
 // deviceCount reads a device request's count without overflow: nil is one

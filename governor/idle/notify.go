@@ -19,9 +19,6 @@ type Notifier interface {
 	Notify(ctx context.Context, allocID string, n ckptevent.IdleNotice) (tasks int, err error)
 }
 
-// ckptDriver is the jobspec driver name of Allot's task driver.
-const ckptDriver = "ckpt"
-
 // NomadNotifier sends the notice as a reserved pseudo-signal
 // (ckptevent.IdleNotice.Signal) through Nomad's alloc signal API to each
 // ckpt task of the allocation. Nomad 1.6.1 records a "Signaling" task event
@@ -60,7 +57,7 @@ func ckptTasks(a *api.Allocation) []string {
 			continue
 		}
 		for _, t := range tg.Tasks {
-			if t != nil && t.Driver == ckptDriver {
+			if t != nil && t.Driver == ckptevent.Driver {
 				out = append(out, t.Name)
 			}
 		}

@@ -18,11 +18,13 @@ import (
 	"github.com/hashicorp/nomad/plugins/drivers"
 	"github.com/hashicorp/nomad/plugins/shared/hclspec"
 	pstructs "github.com/hashicorp/nomad/plugins/shared/structs"
+
+	"github.com/allot-sh/allot/contract/ckptevent"
 )
 
 const (
 	// PluginName is the driver's name in jobspecs (driver = "ckpt").
-	PluginName = "ckpt"
+	PluginName = ckptevent.Driver
 	// PluginVersion is the driver's version.
 	PluginVersion = "0.1.0"
 	// fingerprintPeriod is how often the driver re-checks its health.

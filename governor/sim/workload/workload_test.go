@@ -140,17 +140,19 @@ func TestMarkSavesOnStop(t *testing.T) {
 
 func TestBadTracesNameFileAndLine(t *testing.T) {
 	cases := map[string]struct{ file, src, want string }{
-		"csv unknown column":  {"t.csv", "id,submit_s,tenant,gpus,duration_s,colour\n", "t.csv:1: unknown column \"colour\""},
-		"csv missing column":  {"t.csv", "id,submit_s,tenant,gpus\n", "t.csv:1: missing column \"duration_s\""},
-		"csv bad number":      {"t.csv", "id,submit_s,tenant,gpus,duration_s\nj,0,a,x,5\n", "t.csv:2: column gpus: \"x\" is not a number"},
-		"csv bad duration":    {"t.csv", "id,submit_s,tenant,gpus,duration_s\nj,0,a,1,0\n", "t.csv:2: duration 0s must be > 0"},
-		"csv duplicate id":    {"t.csv", "id,submit_s,tenant,gpus,duration_s\nj,0,a,1,5\nj,1,a,1,5\n", "t.csv:3: job id \"j\" already used on line 2"},
-		"csv bad gang":        {"t.csv", "id,submit_s,tenant,gpus,duration_s,gang\nj,0,a,1,5,maybe\n", "t.csv:2: column gang"},
-		"jsonl syntax":        {"t.jsonl", "{\"id\":\"j\",\n", "t.jsonl:1:"},
-		"jsonl unknown field": {"t.jsonl", "\n{\"id\":\"j\",\"colour\":1}\n", "t.jsonl:2: json: unknown field \"colour\""},
-		"jsonl no groups":     {"t.jsonl", `{"id":"j","tenant":"a","duration_s":5}` + "\n", "t.jsonl:1: job has no groups"},
-		"jsonl bad group":     {"t.jsonl", `{"id":"j","tenant":"a","duration_s":5,"groups":[{"count":0}]}` + "\n", "t.jsonl:1: group 0"},
-		"jsonl no tenant":     {"t.jsonl", `{"id":"j","duration_s":5,"groups":[{"count":1}]}` + "\n", "t.jsonl:1: tenant is empty"},
+		"csv unknown column":             {"t.csv", "id,submit_s,tenant,gpus,duration_s,colour\n", "t.csv:1: unknown column \"colour\""},
+		"csv missing column":             {"t.csv", "id,submit_s,tenant,gpus\n", "t.csv:1: missing column \"duration_s\""},
+		"csv bad number":                 {"t.csv", "id,submit_s,tenant,gpus,duration_s\nj,0,a,x,5\n", "t.csv:2: column gpus: \"x\" is not a number"},
+		"csv bad duration":               {"t.csv", "id,submit_s,tenant,gpus,duration_s\nj,0,a,1,0\n", "t.csv:2: duration 0s must be > 0"},
+		"csv duplicate id":               {"t.csv", "id,submit_s,tenant,gpus,duration_s\nj,0,a,1,5\nj,1,a,1,5\n", "t.csv:3: job id \"j\" already used on line 2"},
+		"csv bad gang":                   {"t.csv", "id,submit_s,tenant,gpus,duration_s,gang\nj,0,a,1,5,maybe\n", "t.csv:2: column gang"},
+		"csv bad saves_on_stop":          {"t.csv", "id,submit_s,tenant,gpus,duration_s,saves_on_stop\nj,0,a,1,5,ckpt\n", "t.csv:2: column saves_on_stop: \"ckpt\" is not true or false"},
+		"jsonl saves_on_stop not a bool": {"t.jsonl", `{"id":"j","tenant":"a","duration_s":5,"saves_on_stop":"yes","groups":[{"count":1}]}` + "\n", "t.jsonl:1: json: cannot unmarshal string"},
+		"jsonl syntax":                   {"t.jsonl", "{\"id\":\"j\",\n", "t.jsonl:1:"},
+		"jsonl unknown field":            {"t.jsonl", "\n{\"id\":\"j\",\"colour\":1}\n", "t.jsonl:2: json: unknown field \"colour\""},
+		"jsonl no groups":                {"t.jsonl", `{"id":"j","tenant":"a","duration_s":5}` + "\n", "t.jsonl:1: job has no groups"},
+		"jsonl bad group":                {"t.jsonl", `{"id":"j","tenant":"a","duration_s":5,"groups":[{"count":0}]}` + "\n", "t.jsonl:1: group 0"},
+		"jsonl no tenant":                {"t.jsonl", `{"id":"j","duration_s":5,"groups":[{"count":1}]}` + "\n", "t.jsonl:1: tenant is empty"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
