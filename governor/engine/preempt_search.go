@@ -281,31 +281,47 @@ func (c setCost) betterLarger(o setCost) bool {
 // away (docs/simulator.md, round 31: research's 64-GPU gang, 13 GPUs
 // past its nominal, preempted 9 times).
 func (s *trial) nominalTaken(set []*victim) int64 {
-	var loss map[*account]quota.Vector
-	for _, v := range set {
-		if v.acct == s.acct {
+	var taken int64
+	for i, v := range set {
+		if v.acct == s.acct || tenantSeen(set[:i], v.acct) {
 			continue
 		}
-		if loss == nil {
-			loss = map[*account]quota.Vector{}
-		}
-		if loss[v.acct] == nil {
-			loss[v.acct] = quota.Vector{}
-		}
-		loss[v.acct].Add(v.use)
-	}
-	var taken int64
-	for a, l := range loss {
-		for r, n := range l {
-			if n <= 0 || !s.devs[r] || !a.cohort.governed[r] {
-				continue
-			}
-			if below := a.t.Quota[r] - (a.usage[r] - n); below > 0 {
-				taken += min64(below, n)
+		for r := range s.devs {
+			if v.acct.cohort.governed[r] {
+				taken += belowNominal(v.acct, r, set[i:])
 			}
 		}
 	}
 	return taken
+}
+
+// tenantSeen reports whether a victim of set belongs to a.
+func tenantSeen(set []*victim, a *account) bool {
+	for _, v := range set {
+		if v.acct == a {
+			return true
+		}
+	}
+	return false
+}
+
+// belowNominal is how far stopping a's victims in set takes a below its
+// nominal quota of r, at most what they hold of it. It allocates
+// nothing: the exhaustive search calls it for every candidate set.
+func belowNominal(a *account, r string, set []*victim) int64 {
+	var n int64
+	for _, v := range set {
+		if v.acct == a {
+			n += v.use[r]
+		}
+	}
+	if n <= 0 {
+		return 0
+	}
+	if below := a.t.Quota[r] - (a.usage[r] - n); below > 0 {
+		return min64(below, n)
+	}
+	return 0
 }
 
 // cheapestFeasible tries every k-subset of cands and returns the

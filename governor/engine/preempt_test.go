@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // running builds an admitted job of class class holding gpus H200 on node
@@ -586,6 +588,37 @@ func TestReclaimTakesBorrowedCapacityBeforeNominalUnderEntitlement(t *testing.T)
 			cfg.FairShareRule = tc.rule
 			p := Decide(cfg, scene(tc.small, tc.gangLost, tc.lost, tc.saves).snap())
 			must.Eq(t, tc.victims, victimsOf(p))
+		})
+	}
+}
+
+func TestNominalTakenSumsWhatEachTenantsVictimsTake(t *testing.T) {
+	co := &cohort{governed: map[string]bool{"gpu": true}}
+	acct := func(ns string, nominal, usage int64) *account {
+		return &account{t: mkTenant(ns).Quota("gpu", nominal).Build(), usage: quota.Vector{"gpu": usage}, cohort: co}
+	}
+	// a borrows 2 of nominal 4; b uses its nominal 6; c uses 3 of 8; p
+	// preempts.
+	a, b, c, p := acct("a", 4, 6), acct("b", 6, 6), acct("c", 8, 3), acct("p", 8, 2)
+	v := func(of *account, gpus, cpu int64) *victim {
+		return &victim{acct: of, use: quota.Vector{"gpu": gpus, quota.CPU: cpu}}
+	}
+	cases := map[string]struct {
+		set  []*victim
+		want int64
+	}{
+		"none":                                   {nil, 0},
+		"a keeps its nominal":                    {[]*victim{v(a, 1, 0), v(a, 1, 0)}, 0},
+		"a's three together take one":            {[]*victim{v(a, 1, 0), v(a, 1, 0), v(a, 1, 0)}, 1},
+		"at most what the victims hold":          {[]*victim{v(c, 2, 0)}, 2},
+		"each tenant on its own":                 {[]*victim{v(a, 3, 0), v(b, 1, 0), v(a, 1, 0)}, 3},
+		"the preemptor's own jobs are no taking": {[]*victim{v(p, 2, 0), v(a, 2, 0)}, 0},
+		"resources the job does not ask for":     {[]*victim{v(b, 0, 900)}, 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &trial{acct: p, devs: map[string]bool{"gpu": true}}
+			must.Eq(t, tc.want, s.nominalTaken(tc.set))
 		})
 	}
 }
