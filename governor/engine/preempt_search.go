@@ -366,10 +366,20 @@ func greedy(s *trial, cands []*victim) []*victim {
 	if !s.nominalFirst {
 		return set
 	}
-	if alt := greedyPrefix(s, s.nominalLast(cands)); s.costOf(alt).thrown <= s.costOf(set).thrown {
+	if alt := greedyPrefix(s, s.nominalLast(cands)); thrownBy(alt) <= thrownBy(set) {
 		return alt
 	}
 	return set
+}
+
+// thrownBy sums the device time set throws away for good (setCost.thrown)
+// without the rest of its cost.
+func thrownBy(set []*victim) time.Duration {
+	var t time.Duration
+	for _, v := range set {
+		t += v.thrown
+	}
+	return t
 }
 
 // greedyPrefix is greedy's search over cands in their order.
