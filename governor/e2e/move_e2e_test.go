@@ -42,12 +42,24 @@ backoff_cap = "2s"
 // from the checkpoint it saved when stopped. Nothing else is requeued.
 // team-b stays within its nominal, so reclaim has no victim: only a move
 // lets the head run before a node drains.
-func TestE2E_Move(t *testing.T) {
+func TestE2E_Move(t *testing.T) { testMove(t, "standard") }
+
+// TestE2E_MoveTakesSavingJobOfHigherClass: TestE2E_Move with j4 of class
+// high, above the head's standard. A move takes no job of a higher class
+// than its head unless the job saves a checkpoint when stopped: j4 runs
+// under the ckpt driver, so it is moved all the same, and resumes on n3
+// from the checkpoint it saved (docs/governor.md, Preemption, "Move").
+// Without that exception the head ran on another node than n1 (checked
+// on a scratch build): j4 stayed and another job moved.
+func TestE2E_MoveTakesSavingJobOfHigherClass(t *testing.T) { testMove(t, "high") }
+
+// testMove runs TestE2E_Move's scene with j4 of class j4Class.
+func testMove(t *testing.T, j4Class string) {
 	start := time.Now()
 	pe := newMoveEnv(t)
 	e := pe.env
 	t.Logf("cluster and governor up in %s", time.Since(start).Round(time.Millisecond))
-	node, allocs := pe.fragment(t)
+	node, allocs := pe.fragment(t, j4Class)
 	n1, n3 := node["j1"], node["j3"]
 
 	// 6 GPUs free on n1, 0 on n2, 2 on n3: team-a's gang fails only fit.
@@ -121,17 +133,17 @@ func newCkptEnv(t *testing.T, cfg string, namespaces map[string]map[string]strin
 	return &preemptEnv{env: e, trainer: testcluster.BuildToyTrainer(t, dir)}
 }
 
-// fragment runs team-b's j1, j2, j3 (6 GPUs) and j4, j5 (2 GPUs) one by
-// one, checks that first fit put them on n1, n2, n3, n1, n2, waits for
-// j4's first checkpoint and stops j1. It returns each job's node and
-// running allocation.
-func (e *preemptEnv) fragment(t *testing.T) (node, allocs map[string]string) {
+// fragment runs team-b's j1, j2, j3 (6 GPUs) and j4 (2 GPUs, class
+// j4Class), j5 (2 GPUs) one by one, checks that first fit put them on n1,
+// n2, n3, n1, n2, waits for j4's first checkpoint and stops j1. It
+// returns each job's node and running allocation.
+func (e *preemptEnv) fragment(t *testing.T, j4Class string) (node, allocs map[string]string) {
 	node, allocs = map[string]string{}, map[string]string{}
 	runB := func(id string, gpus int) {
 		if id == "j4" {
 			// The job to be moved: a toy trainer on the ckpt driver that
 			// saves a checkpoint every second.
-			e.train("team-b", id, "standard", 1, gpus, "-step-time", "100ms", "-save-every", "10")
+			e.train("team-b", id, j4Class, 1, gpus, "-step-time", "100ms", "-save-every", "10")
 		} else {
 			e.run("team-b", id, "v1", gpus)
 		}

@@ -28,6 +28,14 @@ func moveScene(lostMin int) *scene {
 	return sc.queue(big)
 }
 
+// saveOnStop marks every group of j as saving a checkpoint when stopped
+// (its device tasks under the ckpt driver).
+func saveOnStop(j *Job) {
+	for i := range j.Groups {
+		j.Groups[i].SavesOnStop = true
+	}
+}
+
 func (sc *scene) job(id string) *Job {
 	for _, j := range sc.jobs {
 		if j.ID == id {
@@ -40,8 +48,8 @@ func (sc *scene) job(id string) *Job {
 // TestMove: the starving head that fails only fit moves the cheapest
 // jobs off the least used node when each fits elsewhere at once; no move
 // when a moved job would not fit elsewhere, would lose more than
-// FairLostWork, is of a higher class, started or was requeued too
-// recently, when the reservation starts soon, when the job is not (yet)
+// FairLostWork or is of a higher class (unless it saves on stop),
+// started or was requeued too recently, when the reservation starts soon, when the job is not (yet)
 // the starving head, or with preemption disabled.
 func TestMove(t *testing.T) {
 	now := t0.Add(10 * time.Second)
@@ -97,6 +105,37 @@ func TestMove(t *testing.T) {
 						j.Class = "high"
 					}
 				}
+				return sc
+			},
+		},
+		"a higher class that saves on stop moves": {
+			sc: func() *scene {
+				sc := moveScene(5)
+				for _, j := range sc.jobs {
+					if j.State == Admitted {
+						j.Class = "high"
+					}
+				}
+				saveOnStop(sc.job("b2"))
+				return sc
+			},
+			victims: []string{"b2<-a/big"},
+		},
+		"a job that saves on stop moves however long since its last checkpoint": {
+			sc: func() *scene {
+				sc := moveScene(45)
+				for _, a := range sc.allocs {
+					a.LastCheckpoint = now.Add(-45 * time.Minute)
+				}
+				saveOnStop(sc.job("b2"))
+				return sc
+			},
+			victims: []string{"b2<-a/big"},
+		},
+		"a saving job still waits its MoveMinRun": {
+			sc: func() *scene {
+				sc := startedRecently()
+				saveOnStop(sc.job("b2"))
 				return sc
 			},
 		},

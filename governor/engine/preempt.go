@@ -633,7 +633,7 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 	case CausePriority:
 		return fmt.Sprintf("class %s of tenant %s outranks the victims' class (victims lose ≤ %s of work)", class, acct.t.Namespace, FairLostWork)
 	case CauseMove:
-		return fmt.Sprintf("moved so the starving head (class %s) of tenant %s fits now instead of waiting for its reserved nodes to drain: every moved job fits the free capacity elsewhere at once and loses ≤ %s of work",
+		return fmt.Sprintf("moved so the starving head (class %s) of tenant %s fits now instead of waiting for its reserved nodes to drain: every moved job fits the free capacity elsewhere at once and loses ≤ %s of work or saves a checkpoint when stopped",
 			class, acct.t.Namespace, FairLostWork)
 	case CauseFairShare:
 		if fair.ent != nil {
