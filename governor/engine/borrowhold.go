@@ -171,9 +171,9 @@ func (cy *cycle) starvedShape(e *queueEntry, acct *account) *starvedHead {
 		return nil
 	}
 	h := &starvedHead{j: j, acct: acct, borrow: !acct.withinQuota(req)}
-	// Fitting free capacity now needs no reservation (a cheap first fit,
-	// undone; capacity only shrinks in a cycle, so a failure it caches
-	// stays true).
+	// Fitting free capacity now needs no reservation (a fit, undone;
+	// capacity only shrinks in a cycle, so a failure it caches stays
+	// true).
 	if fit := cy.cap.fitKeyed(j, missing, shape); fit.ok {
 		cy.cap.undo(fit.takes)
 		if !h.borrow {

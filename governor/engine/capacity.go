@@ -157,32 +157,101 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 	return res
 }
 
-// fitGroup packs up to n allocations of g onto nodes, first fit in node
-// order, and returns how many it placed.
+// fitGroup places up to n allocations of g onto nodes, each on the
+// eligible node it fits most tightly (bestFit), and returns how many it
+// placed.
 func (c *capacity) fitGroup(j *Job, g *Group, key string, n int, nodes []*freeNode, res *fitResult) int {
 	placed := 0
-	for i := c.cursor[key]; i < len(nodes) && placed < n; i++ {
+	for placed < n {
+		i := c.bestFit(j, g, key, nodes, res.takes)
+		if i < 0 {
+			break
+		}
 		fn := nodes[i]
-		onNode := 0
-		for placed < n && c.eligible(fn, j, g) {
-			tk, ok := c.place(fn, g)
-			if !ok {
-				break
-			}
-			onNode++
-			res.takes = append(res.takes, tk)
-			for _, dt := range tk.dev {
-				d := &fn.node.Devices[dt.idx]
-				res.models[fn.ids[dt.idx]] += int64(dt.n)
-				res.models[d.Type] += int64(dt.n)
-			}
-			placed++
+		tk, _ := c.place(fn, g)
+		res.takes = append(res.takes, tk)
+		for _, dt := range tk.dev {
+			d := &fn.node.Devices[dt.idx]
+			res.models[fn.ids[dt.idx]] += int64(dt.n)
+			res.models[d.Type] += int64(dt.n)
 		}
-		if onNode == 0 && i == c.cursor[key] && !touched(res.takes, fn) {
-			c.cursor[key] = i + 1
-		}
+		placed++
 	}
 	return placed
+}
+
+// bestFit returns the index of the node one allocation of g fits most
+// tightly: the fewest device instances left free in the device groups it
+// takes, then the smallest such groups (a 2-GPU job goes to a 4-GPU node
+// before an empty 8-GPU one, which stays whole for a gang), then node
+// order; -1 when it fits none. A fit that leaves nothing free ends the
+// search. Nodes at the shape's cursor that do not fit, and that the
+// job's own takes have not touched, move the cursor.
+func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, takes []take) int {
+	best, bestSlack, bestSize := -1, 0, 0
+	for i := c.cursor[key]; i < len(nodes); i++ {
+		fn := nodes[i]
+		slack, size, ok := 0, 0, c.eligible(fn, j, g)
+		if ok {
+			slack, size, ok = c.slack(fn, g)
+		}
+		if !ok {
+			if i == c.cursor[key] && !touched(takes, fn) {
+				c.cursor[key] = i + 1
+			}
+			continue
+		}
+		if best < 0 || slack < bestSlack || slack == bestSlack && size < bestSize {
+			best, bestSlack, bestSize = i, slack, size
+		}
+		if slack == 0 {
+			break
+		}
+	}
+	return best
+}
+
+// slack tells whether one allocation of g fits fn (as place) and, when
+// it does, how many device instances it leaves free in the device groups
+// it takes and how large those groups are; fn is not changed.
+func (c *capacity) slack(fn *freeNode, g *Group) (slack, size int, ok bool) {
+	if fn.cpu < g.CPU || fn.mem < g.MemoryMB || !sane(g) {
+		return 0, 0, false
+	}
+	var buf [4]devTake
+	tk := take{dev: buf[:0]}
+	for _, req := range g.Devices {
+		idx := c.deviceFor(fn, req, &tk)
+		if idx < 0 {
+			return 0, 0, false
+		}
+		tk.dev = append(tk.dev, devTake{idx, req.Count})
+	}
+	for k, dt := range tk.dev {
+		if tk.earlier(k) {
+			continue // a group two requests share counts once
+		}
+		left := fn.dev[dt.idx]
+		for _, o := range tk.dev[k:] {
+			if o.idx == dt.idx {
+				left -= o.n
+			}
+		}
+		slack += left
+		size += fn.node.Devices[dt.idx].Healthy
+	}
+	return slack, size, true
+}
+
+// earlier tells whether a take before the k-th names the same device
+// group.
+func (tk *take) earlier(k int) bool {
+	for _, d := range tk.dev[:k] {
+		if d.idx == tk.dev[k].idx {
+			return true
+		}
+	}
+	return false
 }
 
 // touched reports whether takes hold capacity on fn: a node that only

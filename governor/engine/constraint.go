@@ -212,23 +212,31 @@ func setContains(l, r string, any bool) bool {
 // "nvidia/gpu/H200" by vendor, type and model; any other name selects
 // nothing. It is the one rule the engine and the pools API share.
 func DeviceMatches(name string, d *DeviceGroup) bool {
-	parts := strings.Split(name, "/")
-	switch len(parts) {
-	case 1:
-		return parts[0] == d.Type
-	case 2:
-		return parts[0] == d.Vendor && parts[1] == d.Type
-	case 3:
-		return parts[0] == d.Vendor && parts[1] == d.Type && parts[2] == d.Model
+	// Cut, not Split: placement asks it for every node a job may fit.
+	first, rest, two := strings.Cut(name, "/")
+	if !two {
+		return first == d.Type
 	}
-	return false
+	second, third, three := strings.Cut(rest, "/")
+	switch {
+	case !three:
+		return first == d.Vendor && second == d.Type
+	case strings.Contains(third, "/"):
+		return false
+	}
+	return first == d.Vendor && second == d.Type && third == d.Model
 }
 
-// deviceNameType returns the device type a jobspec device name names.
+// deviceNameType returns the device type a jobspec device name names:
+// the second of two or three parts, else the name's first part.
 func deviceNameType(name string) string {
-	parts := strings.Split(name, "/")
-	if len(parts) == 2 || len(parts) == 3 {
-		return parts[1]
+	first, rest, two := strings.Cut(name, "/")
+	if !two {
+		return first
 	}
-	return parts[0]
+	second, third, three := strings.Cut(rest, "/")
+	if three && strings.Contains(third, "/") {
+		return first
+	}
+	return second
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -153,5 +154,46 @@ func TestDeviceMatches(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			must.Eq(t, want, DeviceMatches(name, d))
 		})
+	}
+}
+
+// TestDeviceNamePartsAsSplit: DeviceMatches and deviceNameType read a
+// name as splitting it at every "/" would: checked against that reading
+// on every name of up to six pieces of "nvidia", "gpu", "H200", "/" and
+// "".
+func TestDeviceNamePartsAsSplit(t *testing.T) {
+	d := &DeviceGroup{Vendor: "nvidia", Type: "gpu", Model: "H200"}
+	matches := func(name string) bool {
+		p := strings.Split(name, "/")
+		switch len(p) {
+		case 1:
+			return p[0] == d.Type
+		case 2:
+			return p[0] == d.Vendor && p[1] == d.Type
+		case 3:
+			return p[0] == d.Vendor && p[1] == d.Type && p[2] == d.Model
+		}
+		return false
+	}
+	typeOf := func(name string) string {
+		if p := strings.Split(name, "/"); len(p) == 2 || len(p) == 3 {
+			return p[1]
+		}
+		return strings.Split(name, "/")[0]
+	}
+	pieces := []string{"nvidia", "gpu", "H200", "/", ""}
+	names := []string{""}
+	for n := 0; n < 6; n++ {
+		var next []string
+		for _, name := range names {
+			for _, p := range pieces {
+				next = append(next, name+p)
+			}
+		}
+		names = append(names, next...)
+	}
+	for _, name := range names {
+		must.Eq(t, matches(name), DeviceMatches(name, d), must.Sprintf("DeviceMatches(%q)", name))
+		must.Eq(t, typeOf(name), deviceNameType(name), must.Sprintf("deviceNameType(%q)", name))
 	}
 }

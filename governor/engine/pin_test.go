@@ -128,7 +128,9 @@ func TestPinQueuedVictimStillPinned(t *testing.T) {
 	d, ok := p.Decision("ml", "j")
 	must.True(t, ok)
 	must.Eq(t, Admit, d.Action)
-	must.Eq(t, map[string][]string{"g": {"n1"}}, d.Nodes)
+	// n3's 6 GPUs left beside the stopping allocation fit it more tightly
+	// than n1's 8 (best fit).
+	must.Eq(t, map[string][]string{"g": {"n3"}}, d.Nodes)
 }
 
 func TestUnpinBlockedPinnedJob(t *testing.T) {
@@ -180,7 +182,8 @@ func TestUnpinBlockedPinnedJob(t *testing.T) {
 // plan is pinned (randomSnapshot's jobs are fresh), each group to ready
 // nodes of the job's pool, and the admissions of one plan fit the free
 // capacity of their pinned nodes together: placing them one by one,
-// first fit over each group's pinned nodes, never runs out.
+// each on the pinned node with the fewest GPUs free that fits it (the
+// engine's best fit), never runs out.
 func TestPropertyPinsFitTogether(t *testing.T) {
 	for seed := int64(0); seed < 300; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -230,20 +233,27 @@ func freeOf(s *Snapshot) map[string]*nodeFree {
 	return free
 }
 
-// placeOnPin takes one allocation of g from the first pinned node that
-// is ready, of j's pool and has room; false when none has.
+// placeOnPin takes one allocation of g from the pinned node, ready and
+// of j's pool, with the fewest GPUs free that still fit it (the first of
+// equals); false when none has room.
 func placeOnPin(s *Snapshot, free map[string]*nodeFree, j *Job, g *Group, ids []string) bool {
 	var gpus int64
 	for _, d := range g.Devices {
 		gpus += int64(d.Count)
 	}
+	var best *nodeFree
 	for _, id := range ids {
 		n, f := findNode(s, id), free[id]
 		if !n.Ready || n.Pool != j.NodePool || f.cpu < g.CPU || f.mem < g.MemoryMB || f.gpu < gpus {
 			continue
 		}
-		f.cpu, f.mem, f.gpu = f.cpu-g.CPU, f.mem-g.MemoryMB, f.gpu-gpus
-		return true
+		if best == nil || f.gpu < best.gpu {
+			best = f
+		}
 	}
-	return false
+	if best == nil {
+		return false
+	}
+	best.cpu, best.mem, best.gpu = best.cpu-g.CPU, best.mem-g.MemoryMB, best.gpu-gpus
+	return true
 }
