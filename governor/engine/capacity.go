@@ -191,7 +191,11 @@ func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, take
 	best, bestSlack, bestSize := -1, 0, 0
 	for i := c.cursor[key]; i < len(nodes); i++ {
 		fn := nodes[i]
-		slack, size, ok := 0, 0, c.eligible(fn, j, g)
+		lb, room := leastSlack(fn, g)
+		if room && best >= 0 && lb > bestSlack {
+			continue // cannot fit more tightly: skip the matching
+		}
+		slack, size, ok := 0, 0, room && c.eligible(fn, j, g)
 		if ok {
 			slack, size, ok = c.slack(fn, g)
 		}
@@ -209,6 +213,28 @@ func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, take
 		}
 	}
 	return best
+}
+
+// leastSlack bounds bestFit's search without matching device names: for
+// a group of one device request, the fewest instances any device group of
+// fn with room for it would leave free (a lower bound of slack); room is
+// false when no device group of fn has that many free. Other groups get
+// 0 and true (no bound).
+func leastSlack(fn *freeNode, g *Group) (lb int, room bool) {
+	if len(g.Devices) != 1 {
+		return 0, true
+	}
+	need := g.Devices[0].Count
+	if need <= 0 {
+		return 0, true
+	}
+	lb = -1
+	for _, free := range fn.dev {
+		if free >= need && (lb < 0 || free-need < lb) {
+			lb = free - need
+		}
+	}
+	return lb, lb >= 0
 }
 
 // slack tells whether one allocation of g fits fn (as place) and, when

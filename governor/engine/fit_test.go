@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/shoenig/test/must"
@@ -57,5 +59,44 @@ func TestBestFit(t *testing.T) {
 			must.True(t, ok, must.Sprint(p.Verdicts["ml/j"].Reason))
 			must.Eq(t, map[string][]string{"g": {tc.want}}, d.Nodes)
 		})
+	}
+}
+
+// TestPropertyBestFit: on random nodes of 4 or 8 GPUs, partly used, one
+// job's pin is the node a plain scan picks: the first exact fit, else
+// the fewest GPUs left free, then the smaller node, then node order
+// (what bestFit's leastSlack bound skips never beats it).
+func TestPropertyBestFit(t *testing.T) {
+	for seed := int64(0); seed < 300; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		var nodes []*Node
+		var allocs []*Alloc
+		type free struct{ left, size int }
+		frees := map[string]free{}
+		need := 1 + r.Intn(8)
+		want, best := "", free{}
+		for i := 0; i < 1+r.Intn(12); i++ {
+			id, size := fmt.Sprintf("n%02d", i), 4+4*r.Intn(2)
+			used := r.Intn(size + 1)
+			nodes = append(nodes, gpuNode(id, size))
+			if used > 0 {
+				allocs = append(allocs, alloc("other", "busy-"+id, "g", id, 100, 128, map[string]int{h200: used}))
+			}
+			f := free{size - used - need, size}
+			frees[id] = f
+			exact := want != "" && best.left == 0 // the first exact fit ends the search
+			if f.left >= 0 && !exact && (want == "" || f.left < best.left || f.left == best.left && f.size < best.size) {
+				want, best = id, f
+			}
+		}
+		job := mkJob("ml", "j").Pool("gpu").Device("gpu", need).Build()
+		p := Decide(testConfig(), snap([]*Tenant{mkTenant("ml").Build(), mkTenant("other").Build()}, nodes, allocs, job))
+		d, ok := p.Decision("ml", "j")
+		if want == "" {
+			must.False(t, ok && d.Action == Admit, must.Sprintf("seed %d: no node has %d GPUs free", seed, need))
+			continue
+		}
+		must.True(t, ok, must.Sprintf("seed %d: %s", seed, p.Verdicts["ml/j"].Reason))
+		must.Eq(t, map[string][]string{"g": {want}}, d.Nodes, must.Sprintf("seed %d: need %d, nodes %v", seed, need, frees))
 	}
 }
