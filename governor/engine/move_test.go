@@ -28,6 +28,18 @@ func moveScene(lostMin int) *scene {
 	return sc.queue(big)
 }
 
+// runningHigh is moveScene(5) with every running job of class high,
+// above the head's standard.
+func runningHigh() *scene {
+	sc := moveScene(5)
+	for _, j := range sc.jobs {
+		if j.State == Admitted {
+			j.Class = "high"
+		}
+	}
+	return sc
+}
+
 // saveOnStop marks every group of j as saving a checkpoint when stopped
 // (its device tasks under the ckpt driver).
 func saveOnStop(j *Job) {
@@ -98,24 +110,11 @@ func TestMove(t *testing.T) {
 			},
 		},
 		"a higher class is not moved": {
-			sc: func() *scene {
-				sc := moveScene(5)
-				for _, j := range sc.jobs {
-					if j.State == Admitted {
-						j.Class = "high"
-					}
-				}
-				return sc
-			},
+			sc: runningHigh,
 		},
 		"a higher class that saves on stop moves": {
 			sc: func() *scene {
-				sc := moveScene(5)
-				for _, j := range sc.jobs {
-					if j.State == Admitted {
-						j.Class = "high"
-					}
-				}
+				sc := runningHigh()
 				saveOnStop(sc.job("b2"))
 				return sc
 			},
