@@ -14,12 +14,18 @@ Usage in a training loop:
         train_one_step(state)
         if ckpt.should_save(step):          # periodic or requested
             ckpt.save(step, lambda path: torch.save(state, path))
-            if ckpt.stop_requested:
+            if ckpt.stop_saved:
                 sys.exit(0)                  # the driver is waiting for us
 
 `save` writes the checkpoint to a temporary name, renames it into place and
 then atomically replaces LATEST (first line: path, second line: step), which
 is what the driver waits for.
+
+Exit on `stop_saved`, not on `stop_requested`: the signal can arrive while a
+periodic save is finishing, after LATEST was replaced. The driver reads
+LATEST just before it signals, so that save does not count as the answer;
+`stop_saved` is set only by a save that began after the signal, and
+`should_save` stays true until one has.
 
 Launchers that do not handle the checkpoint signal themselves (torchrun,
 shell scripts) would die of it, because the driver signals the whole process
@@ -91,6 +97,7 @@ class Checkpointer:
         os.makedirs(self.directory, exist_ok=True)
         self.every = every
         self.stop_requested = False
+        self.stop_saved = False
         self.rank = int(os.environ.get("RANK", "0"))
         name = signal_name or os.environ.get("ALLOT_CHECKPOINT_SIGNAL") or "SIGUSR1"
         self.signal = getattr(signal, name if name.startswith("SIG") else "SIG" + name)
@@ -112,18 +119,24 @@ class Checkpointer:
 
     def should_save(self, step):
         """True when a save is requested or periodic saving is due."""
-        if self.stop_requested:
+        if self.stop_requested and not self.stop_saved:
             return True
         return bool(self.every) and step > 0 and step % self.every == 0
 
     def save(self, step, write):
-        """Call write(path) for a new checkpoint file, then replace LATEST."""
+        """Call write(path) for a new checkpoint file, then replace LATEST.
+
+        Sets stop_saved when the stop was requested before the save began.
+        """
+        answers_stop = self.stop_requested
         final = os.path.join(self.directory, "step-%09d.ckpt" % step)
         tmp = final + ".partial"
         write(tmp)
         os.replace(tmp, final)
         if self.rank == 0:
             write_latest(self.directory, final, step)
+        if answers_stop:
+            self.stop_saved = True
         return final
 
 

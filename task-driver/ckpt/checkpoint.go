@@ -84,8 +84,11 @@ type Latest struct {
 	Step int64
 	// ModTime is when LATEST was last replaced.
 	ModTime time.Time
-	// raw identifies this version of the file.
-	raw string
+	// raw, ino and dev identify this version of the file: a LATEST
+	// replaced by rename is a new inode even when it names the same step
+	// within the file system's timestamp granularity (a few ms).
+	raw      string
+	ino, dev uint64
 }
 
 // HasStep says whether LATEST named a step.
@@ -93,7 +96,7 @@ func (l Latest) HasStep() bool { return l.Step >= 0 }
 
 // Same reports whether two reads saw the same version of LATEST.
 func (l Latest) Same(o Latest) bool {
-	return l.raw == o.raw && l.ModTime.Equal(o.ModTime)
+	return l.raw == o.raw && l.ModTime.Equal(o.ModTime) && l.ino == o.ino && l.dev == o.dev
 }
 
 // maxLatestSize bounds what is read of LATEST; a path and a step fit
@@ -133,6 +136,9 @@ func ReadLatest(dir string, owner int) (Latest, error) {
 		return Latest{}, fmt.Errorf("parsing %s: %w", p, err)
 	}
 	l.ModTime = info.ModTime()
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		l.ino, l.dev = uint64(st.Ino), uint64(st.Dev) // widths differ by platform
+	}
 	return l, nil
 }
 

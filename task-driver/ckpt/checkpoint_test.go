@@ -167,3 +167,28 @@ func TestReadLatestRegular(t *testing.T) {
 	must.Eq(t, int64(3), l.Step)
 	must.False(t, l.ModTime.IsZero())
 }
+
+// TestReadLatestSameVersion: a LATEST replaced by rename is a new version
+// even with the same content and timestamp (a save of the same step within
+// the file system's timestamp granularity); rereading one file is not.
+func TestReadLatestSameVersion(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, LatestFile)
+	stamp := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	write := func(t *testing.T) Latest {
+		tmp := filepath.Join(dir, ".tmp-latest")
+		must.NoError(t, os.WriteFile(tmp, []byte("ck-3\n3\n"), 0o600))
+		must.NoError(t, os.Chtimes(tmp, stamp, stamp))
+		must.NoError(t, os.Rename(tmp, p))
+		l, err := ReadLatest(dir, os.Geteuid())
+		must.NoError(t, err)
+		return l
+	}
+	first := write(t)
+	again, err := ReadLatest(dir, os.Geteuid())
+	must.NoError(t, err)
+	must.True(t, first.Same(again), must.Sprint("rereading one file"))
+	replaced := write(t)
+	must.Eq(t, first.ModTime, replaced.ModTime)
+	must.False(t, first.Same(replaced), must.Sprint("LATEST replaced by rename with the same content and time"))
+}
