@@ -17,6 +17,9 @@ type freeNode struct {
 	dev      []int // free instances, parallel to node.Devices
 	// ids holds node.Devices' "vendor/type/model", computed once.
 	ids []string
+	// slots are the node's places in the freeIndex of every node list it
+	// is in (all nodes, its pool's); dev changes through addDev once built.
+	slots []slot
 }
 
 // take is one reservation on a node, kept so a failed gang can be undone.
@@ -66,6 +69,10 @@ type capacity struct {
 	// closed holds nodes no later fit of the cycle may use: a move
 	// (move.go) clears them for its head.
 	closed map[string]bool
+	// allIndex and poolIndex index nodes and byPool by free device
+	// counts for bestFit (freeindex.go).
+	allIndex  *freeIndex
+	poolIndex map[string]*freeIndex
 }
 
 // newCapacity builds the free capacity: node capacity minus every live
@@ -94,6 +101,7 @@ func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
 			}
 		}
 	}
+	c.index()
 	return c
 }
 
@@ -132,7 +140,7 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 		return c.fitSystem(j, missing, key)
 	}
 	res := fitResult{ok: true, models: quota.Vector{}}
-	nodes := c.candidates(j)
+	nodes, x := c.candidates(j), c.indexOf(j)
 	for gi := range j.Groups {
 		if missing[gi] <= 0 {
 			continue
@@ -143,7 +151,7 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 			gkey += "|x"
 		}
 		first := len(res.takes)
-		placed := c.fitGroup(j, g, gkey, missing[gi], nodes, &res)
+		placed := c.fitGroup(j, g, gkey, missing[gi], nodes, x, &res)
 		for k := first; k < len(res.takes); k++ {
 			res.takes[k].group = gi
 		}
@@ -160,10 +168,10 @@ func (c *capacity) fitKeyed(j *Job, missing []int, key string) fitResult {
 // fitGroup places up to n allocations of g onto nodes, each on the
 // eligible node it fits most tightly (bestFit), and returns how many it
 // placed.
-func (c *capacity) fitGroup(j *Job, g *Group, key string, n int, nodes []*freeNode, res *fitResult) int {
+func (c *capacity) fitGroup(j *Job, g *Group, key string, n int, nodes []*freeNode, x *freeIndex, res *fitResult) int {
 	placed := 0
 	for placed < n {
-		i := c.bestFit(j, g, key, nodes, res.takes)
+		i := c.bestFit(j, g, key, nodes, x, res.takes)
 		if i < 0 {
 			break
 		}
@@ -186,22 +194,25 @@ func (c *capacity) fitGroup(j *Job, g *Group, key string, n int, nodes []*freeNo
 // before an empty 8-GPU one, which stays whole for a gang), then node
 // order; -1 when it fits none. A fit that leaves nothing free ends the
 // search. Nodes at the shape's cursor that do not fit, and that the
-// job's own takes have not touched, move the cursor.
-func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, takes []take) int {
+// job's own takes have not touched, move the cursor. A group of one
+// device request is fitted from x, nodes' index by free device counts,
+// with the same outcome (bestFitIndexed).
+func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, x *freeIndex, takes []take) int {
+	if x != nil && len(g.Devices) == 1 && g.Devices[0].Count > 0 {
+		return c.bestFitIndexed(j, g, g.Devices[0].Count, nodes, x)
+	}
 	best, bestSlack, bestSize := -1, 0, 0
-	for i := c.cursor[key]; i < len(nodes); i++ {
+	start := c.cursor[key]
+	cursor := start
+	for i := start; i < len(nodes); i++ {
 		fn := nodes[i]
-		lb, room := leastSlack(fn, g)
-		if room && best >= 0 && lb > bestSlack {
-			continue // cannot fit more tightly: skip the matching
-		}
-		slack, size, ok := 0, 0, room && c.eligible(fn, j, g)
+		slack, size, ok := 0, 0, c.eligible(fn, j, g)
 		if ok {
 			slack, size, ok = c.slack(fn, g)
 		}
 		if !ok {
-			if i == c.cursor[key] && !touched(takes, fn) {
-				c.cursor[key] = i + 1
+			if i == cursor && !touched(takes, fn) {
+				cursor = i + 1
 			}
 			continue
 		}
@@ -212,29 +223,10 @@ func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, take
 			break
 		}
 	}
+	if cursor != start {
+		c.cursor[key] = cursor
+	}
 	return best
-}
-
-// leastSlack bounds bestFit's search without matching device names: for
-// a group of one device request, the fewest instances any device group of
-// fn with room for it would leave free (a lower bound of slack); room is
-// false when no device group of fn has that many free. Other groups get
-// 0 and true (no bound).
-func leastSlack(fn *freeNode, g *Group) (lb int, room bool) {
-	if len(g.Devices) != 1 {
-		return 0, true
-	}
-	need := g.Devices[0].Count
-	if need <= 0 {
-		return 0, true
-	}
-	lb = -1
-	for _, free := range fn.dev {
-		if free >= need && (lb < 0 || free-need < lb) {
-			lb = free - need
-		}
-	}
-	return lb, lb >= 0
 }
 
 // slack tells whether one allocation of g fits fn (as place) and, when
@@ -333,7 +325,7 @@ func (c *capacity) place(fn *freeNode, g *Group) (take, bool) {
 	fn.cpu -= tk.cpu
 	fn.mem -= tk.mem
 	for _, dt := range tk.dev {
-		fn.dev[dt.idx] -= dt.n
+		fn.addDev(dt.idx, -dt.n)
 	}
 	return tk, true
 }
@@ -356,7 +348,7 @@ func (c *capacity) undo(takes []take) {
 		tk.fn.cpu += tk.cpu
 		tk.fn.mem += tk.mem
 		for _, dt := range tk.dev {
-			tk.fn.dev[dt.idx] += dt.n
+			tk.fn.addDev(dt.idx, dt.n)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func TestBestFit(t *testing.T) {
 // TestPropertyBestFit: on random nodes of 4 or 8 GPUs, partly used, one
 // job's pin is the node a plain scan picks: the first exact fit, else
 // the fewest GPUs left free, then the smaller node, then node order
-// (what bestFit's leastSlack bound skips never beats it).
+// (what bestFit's free index leaves unread never beats it).
 func TestPropertyBestFit(t *testing.T) {
 	for seed := int64(0); seed < 300; seed++ {
 		r := rand.New(rand.NewSource(seed))

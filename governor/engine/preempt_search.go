@@ -138,7 +138,7 @@ func (c *capacity) shift(a *Alloc, sign int64) {
 	fn.mem += sign * a.MemoryMB
 	for i, id := range fn.ids {
 		if n := a.Devices[id]; n > 0 {
-			fn.dev[i] += int(sign) * n
+			fn.addDev(i, int(sign)*n)
 		}
 	}
 }

@@ -173,7 +173,7 @@ func fitsAfter(scratch *capacity, src []*freeNode, j *Job, missing []int, ended 
 			fn.cpu += e.a.CPU
 			fn.mem += e.a.MemoryMB
 			for i, id := range fn.ids {
-				fn.dev[i] += e.a.Devices[id]
+				fn.addDev(i, e.a.Devices[id])
 			}
 		}
 	}
@@ -195,6 +195,7 @@ func (c *capacity) scratch(nodes []*freeNode) *capacity {
 		s.byID[cp.node.ID] = cp
 		s.byPool[cp.node.Pool] = append(s.byPool[cp.node.Pool], cp)
 	}
+	s.index()
 	return s
 }
 
@@ -206,6 +207,7 @@ func (s *capacity) refill(src []*freeNode) {
 		cp.cpu, cp.mem = fn.cpu, fn.mem
 		copy(cp.dev, fn.dev)
 	}
+	s.reindex()
 	for k := range s.failed {
 		delete(s.failed, k)
 	}

@@ -87,7 +87,7 @@ func TestPropertyBackfillNeverDelaysReservation(t *testing.T) {
 			if end, ok := cy.allocEnd(a); ok && !end.After(res.Start) {
 				fn := at.byID[a.NodeID]
 				fn.cpu, fn.mem = fn.cpu+a.CPU, fn.mem+a.MemoryMB
-				fn.dev[0] += a.Devices[h200]
+				fn.addDev(0, a.Devices[h200])
 			}
 		}
 		for _, ad := range after {
@@ -102,7 +102,7 @@ func TestPropertyBackfillNeverDelaysReservation(t *testing.T) {
 				fn := at.byID[tk.fn.node.ID]
 				fn.cpu, fn.mem = fn.cpu-tk.cpu, fn.mem-tk.mem
 				for _, d := range tk.dev {
-					fn.dev[d.idx] -= d.n
+					fn.addDev(d.idx, -d.n)
 				}
 			}
 		}
