@@ -14,18 +14,20 @@ Usage in a training loop:
         train_one_step(state)
         if ckpt.should_save(step):          # periodic or requested
             ckpt.save(step, lambda path: torch.save(state, path))
-            if ckpt.stop_saved:
+            if ckpt.stop_now():
                 sys.exit(0)                  # the driver is waiting for us
 
 `save` writes the checkpoint to a temporary name, renames it into place and
 then atomically replaces LATEST (first line: path, second line: step), which
 is what the driver waits for.
 
-Exit on `stop_saved`, not on `stop_requested`: the signal can arrive while a
-periodic save is finishing, after LATEST was replaced. The driver reads
-LATEST just before it signals, so that save does not count as the answer;
-`stop_saved` is set only by a save that began after the signal, and
-`should_save` stays true until one has.
+Ask `stop_now()` right after `save`, not `stop_requested`: the signal can
+arrive while a periodic save is finishing, or just after it replaced LATEST.
+The driver reads LATEST just before it signals, so that save alone would not
+count as the answer, though it holds the current state; `stop_now()` then has
+rank 0 replace LATEST once more (same checkpoint, a new file) before it says
+to stop. Every rank that saw the signal stops after the same save, as
+distributed training needs.
 
 Launchers that do not handle the checkpoint signal themselves (torchrun,
 shell scripts) would die of it, because the driver signals the whole process
@@ -97,7 +99,8 @@ class Checkpointer:
         os.makedirs(self.directory, exist_ok=True)
         self.every = every
         self.stop_requested = False
-        self.stop_saved = False
+        self._answered = False  # the last save began after the request
+        self._last = None       # (path, step) of the last save
         self.rank = int(os.environ.get("RANK", "0"))
         name = signal_name or os.environ.get("ALLOT_CHECKPOINT_SIGNAL") or "SIGUSR1"
         self.signal = getattr(signal, name if name.startswith("SIG") else "SIG" + name)
@@ -119,25 +122,35 @@ class Checkpointer:
 
     def should_save(self, step):
         """True when a save is requested or periodic saving is due."""
-        if self.stop_requested and not self.stop_saved:
+        if self.stop_requested:
             return True
         return bool(self.every) and step > 0 and step % self.every == 0
 
     def save(self, step, write):
-        """Call write(path) for a new checkpoint file, then replace LATEST.
-
-        Sets stop_saved when the stop was requested before the save began.
-        """
-        answers_stop = self.stop_requested
+        """Call write(path) for a new checkpoint file, then replace LATEST."""
+        self._answered = self.stop_requested
         final = os.path.join(self.directory, "step-%09d.ckpt" % step)
         tmp = final + ".partial"
         write(tmp)
         os.replace(tmp, final)
         if self.rank == 0:
             write_latest(self.directory, final, step)
-        if answers_stop:
-            self.stop_saved = True
+        self._last = (final, step)
         return final
+
+    def stop_now(self):
+        """True when a stop was requested: exit after the save just made.
+
+        Call it right after save(). When the request arrived during or
+        after that save, rank 0 replaces LATEST again (the same checkpoint,
+        a new file), since the driver read LATEST just before signalling.
+        """
+        if not self.stop_requested:
+            return False
+        if not self._answered and self._last is not None and self.rank == 0:
+            write_latest(self.directory, *self._last)
+        self._answered = True
+        return True
 
 
 def _signal_from_env():

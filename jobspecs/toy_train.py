@@ -44,7 +44,7 @@ def main():
         if ckpt.should_save(state["step"]):
             path = ckpt.save(state["step"], write)
             print("toy_train: saved step %d to %s" % (state["step"], path), flush=True)
-            if ckpt.stop_saved:
+            if ckpt.stop_now():
                 print("toy_train: stopping as requested", flush=True)
                 return 0
     print("toy_train: done at step %d" % state["step"], flush=True)
