@@ -107,13 +107,23 @@ func newCapacity(nodes []*Node, allocs []*Alloc, m *matcher) *capacity {
 
 // candidates returns the nodes of the job's pool in a stable order.
 func (c *capacity) candidates(j *Job) []*freeNode {
-	switch j.NodePool {
-	case "all":
-		return c.nodes
-	case "":
-		return c.byPool["default"]
+	if p := poolOf(j); p != allPools {
+		return c.byPool[p]
 	}
-	return c.byPool[j.NodePool]
+	return c.nodes
+}
+
+// allPools is the node pool name that selects every node (Nomad's
+// built-in "all" pool, which holds no node of its own).
+const allPools = "all"
+
+// poolOf returns the node pool a job's allocations may use: its own,
+// "default" when it names none, or allPools.
+func poolOf(j *Job) string {
+	if j.NodePool == "" {
+		return "default"
+	}
+	return j.NodePool
 }
 
 // fitResult is the outcome of fitting a whole job (gang).
@@ -201,49 +211,67 @@ func (c *capacity) bestFit(j *Job, g *Group, key string, nodes []*freeNode, x *f
 	if x != nil && len(g.Devices) == 1 && g.Devices[0].Count > 0 {
 		return c.bestFitIndexed(j, g, g.Devices[0].Count, nodes, x)
 	}
-	best, bestSlack, bestSize := -1, 0, 0
+	best := fitChoice{i: -1}
 	start := c.cursor[key]
 	cursor := start
 	for i := start; i < len(nodes); i++ {
-		fn := nodes[i]
-		slack, size, ok := 0, 0, c.eligible(fn, j, g)
-		if ok {
-			slack, size, ok = c.slack(fn, g)
-		}
+		f, ok := c.weigh(j, g, nodes, i)
 		if !ok {
-			if i == cursor && !touched(takes, fn) {
+			if i == cursor && !touched(takes, nodes[i]) {
 				cursor = i + 1
 			}
 			continue
 		}
-		if best < 0 || slack < bestSlack || slack == bestSlack && size < bestSize {
-			best, bestSlack, bestSize = i, slack, size
+		if f.beats(best) {
+			best = f
 		}
-		if slack == 0 {
+		if f.slack == 0 {
 			break
 		}
 	}
 	if cursor != start {
 		c.cursor[key] = cursor
 	}
-	return best
+	return best.i
+}
+
+// fitChoice is a node bestFit weighed: its index in the node list, the
+// device instances one allocation would leave free in the groups it
+// takes there, and the size of those groups.
+type fitChoice struct{ i, slack, size int }
+
+// beats tells whether f fits more tightly than b: fewer instances left
+// free, then smaller groups, then list order; any node beats none (b.i < 0).
+func (f fitChoice) beats(b fitChoice) bool {
+	switch {
+	case b.i < 0:
+		return true
+	case f.slack != b.slack:
+		return f.slack < b.slack
+	case f.size != b.size:
+		return f.size < b.size
+	}
+	return f.i < b.i
+}
+
+// weigh tells whether one allocation of g may go to nodes[i] and, when
+// it may, how tightly it fits there.
+func (c *capacity) weigh(j *Job, g *Group, nodes []*freeNode, i int) (fitChoice, bool) {
+	if !c.eligible(nodes[i], j, g) {
+		return fitChoice{}, false
+	}
+	slack, size, ok := c.slack(nodes[i], g)
+	return fitChoice{i, slack, size}, ok
 }
 
 // slack tells whether one allocation of g fits fn (as place) and, when
 // it does, how many device instances it leaves free in the device groups
 // it takes and how large those groups are; fn is not changed.
 func (c *capacity) slack(fn *freeNode, g *Group) (slack, size int, ok bool) {
-	if fn.cpu < g.CPU || fn.mem < g.MemoryMB || !sane(g) {
-		return 0, 0, false
-	}
 	var buf [4]devTake
-	tk := take{dev: buf[:0]}
-	for _, req := range g.Devices {
-		idx := c.deviceFor(fn, req, &tk)
-		if idx < 0 {
-			return 0, 0, false
-		}
-		tk.dev = append(tk.dev, devTake{idx, req.Count})
+	tk, ok := c.fitOn(fn, g, buf[:0])
+	if !ok {
+		return 0, 0, false
 	}
 	for k, dt := range tk.dev {
 		if tk.earlier(k) {
@@ -311,21 +339,32 @@ func (c *capacity) eligible(fn *freeNode, j *Job, g *Group) bool {
 
 // place reserves one allocation of g on fn, if it fits.
 func (c *capacity) place(fn *freeNode, g *Group) (take, bool) {
+	tk, ok := c.fitOn(fn, g, nil)
+	if !ok {
+		return take{}, false
+	}
+	fn.cpu -= tk.cpu
+	fn.mem -= tk.mem
+	for _, dt := range tk.dev {
+		fn.addDev(dt.idx, -dt.n)
+	}
+	return tk, true
+}
+
+// fitOn returns what one allocation of g would take of fn, appending its
+// device takes to dev; ok is false when it does not fit. fn is not
+// changed.
+func (c *capacity) fitOn(fn *freeNode, g *Group, dev []devTake) (take, bool) {
 	if fn.cpu < g.CPU || fn.mem < g.MemoryMB || !sane(g) {
 		return take{}, false
 	}
-	tk := take{fn: fn, cpu: g.CPU, mem: g.MemoryMB}
+	tk := take{fn: fn, cpu: g.CPU, mem: g.MemoryMB, dev: dev}
 	for _, req := range g.Devices {
 		idx := c.deviceFor(fn, req, &tk)
 		if idx < 0 {
 			return take{}, false
 		}
 		tk.dev = append(tk.dev, devTake{idx, req.Count})
-	}
-	fn.cpu -= tk.cpu
-	fn.mem -= tk.mem
-	for _, dt := range tk.dev {
-		fn.addDev(dt.idx, -dt.n)
 	}
 	return tk, true
 }

@@ -128,13 +128,10 @@ func (x *freeIndex) zero() {
 
 // indexOf returns the index of the node list candidates(j) returns.
 func (c *capacity) indexOf(j *Job) *freeIndex {
-	switch j.NodePool {
-	case "all":
-		return c.allIndex
-	case "":
-		return c.poolIndex["default"]
+	if p := poolOf(j); p != allPools {
+		return c.poolIndex[p]
 	}
-	return c.poolIndex[j.NodePool]
+	return c.allIndex
 }
 
 // bestFitIndexed is bestFit for a group of one device request of need
@@ -146,30 +143,25 @@ func (c *capacity) indexOf(j *Job) *freeIndex {
 // node can fit more tightly; the winner is the scan's (fewest left free,
 // then the smaller group, then list order).
 func (c *capacity) bestFitIndexed(j *Job, g *Group, need int, nodes []*freeNode, x *freeIndex) int {
-	best, bestSlack, bestSize := -1, 0, 0
+	best := fitChoice{i: -1}
 	for k := bucketOf(need); k < freeBuckets; k++ {
 		for w, word := range x.bits[k] {
 			for ; word != 0; word &= word - 1 {
-				i := w*64 + bits.TrailingZeros64(word)
-				fn := nodes[i]
-				if !c.eligible(fn, j, g) {
-					continue
-				}
-				slack, size, ok := c.slack(fn, g)
+				f, ok := c.weigh(j, g, nodes, w*64+bits.TrailingZeros64(word))
 				if !ok {
 					continue
 				}
-				if slack == 0 {
-					return i // the first exact fit in list order: all are in bucket need
+				if f.slack == 0 {
+					return f.i // the first exact fit in list order: all are in bucket need
 				}
-				if best < 0 || slack < bestSlack || slack == bestSlack && (size < bestSize || size == bestSize && i < best) {
-					best, bestSlack, bestSize = i, slack, size
+				if f.beats(best) {
+					best = f
 				}
 			}
 		}
-		if best >= 0 && bestSlack <= k-need {
-			return best
+		if best.i >= 0 && best.slack <= k-need {
+			return best.i
 		}
 	}
-	return best
+	return best.i
 }
