@@ -91,7 +91,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "reclaim-max-loss", Usage: "override the most device time one borrower's stop may throw away in a reclaim, per device the claim asks for; 0: no bound (allot; default: the governor's; see docs/governor.md)"},
 			&cli.Float64Flag{Name: "fair-share-gap", Usage: "override how far above the preemptor's tenant's weighted share a fair-share victim's tenant must stay (allot; default: the governor's, 0.1; see docs/governor.md)"},
 			&cli.StringFlag{Name: "fair-share-classes", Usage: "override which classes a fair-share preemption may take: not-above or any (allot; default: the governor's, not-above; see docs/governor.md)"},
-			&cli.StringFlag{Name: "fair-share-rule", Usage: "override the rule a fair-share preemption follows: gap or entitlement (allot; default: the governor's, gap; see docs/governor.md)"},
+			&cli.StringFlag{Name: "fair-share-rule", Usage: "override the rule a fair-share preemption follows: auto, gap or entitlement (allot; default: the governor's, auto: entitlement for victims that save on stop, gap for the others; see docs/governor.md)"},
 			&cli.StringFlag{Name: "queue-order", Usage: "override how the queue orders jobs of different tenants: class or share (allot; default: the governor's, class; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},
@@ -144,7 +144,7 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 	}{
 		{"reclaim", &ec.Reclaim, []string{gsim.ReclaimAny, gsim.ReclaimCheckpointed}},
 		{"fair-share-classes", &ec.FairClasses, []string{gsim.FairClassesNotAbove, gsim.FairClassesAny}},
-		{"fair-share-rule", &ec.FairShareRule, []string{gsim.FairRuleGap, gsim.FairRuleEntitlement}},
+		{"fair-share-rule", &ec.FairShareRule, []string{gsim.FairRuleAuto, gsim.FairRuleGap, gsim.FairRuleEntitlement}},
 		{"queue-order", &ec.QueueOrder, []string{gsim.QueueOrderClass, gsim.QueueOrderShare}},
 	} {
 		if err := modeFlag(c, m.flag, m.dst, m.modes...); err != nil {
@@ -175,7 +175,11 @@ func modeFlag(c *cli.Context, name string, dst *string, modes ...string) error {
 	for i, m := range modes {
 		quoted[i] = strconv.Quote(m)
 	}
-	return cmdutil.UsageError(c, "-%s %q: must be %s", name, mode, strings.Join(quoted, " or "))
+	last := len(quoted) - 1
+	if last > 0 {
+		return cmdutil.UsageError(c, "-%s %q: must be %s or %s", name, mode, strings.Join(quoted[:last], ", "), quoted[last])
+	}
+	return cmdutil.UsageError(c, "-%s %q: must be %s", name, mode, quoted[0])
 }
 
 // engineSettingFlags maps the flags engineFlags applies to the governor

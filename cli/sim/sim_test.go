@@ -154,7 +154,7 @@ func TestBadInputIsAClearError(t *testing.T) {
 		"fair-share gap above 1":         {[]string{"run", "-cluster", small, "-fair-share-gap", "2"}, 2, "-fair-share-gap must be above 0 and at most 1, got 2"},
 		"fair-share gap not a number":    {[]string{"run", "-cluster", small, "-fair-share-gap", "small"}, 1, `invalid value "small" for flag -fair-share-gap`},
 		"unknown fair-share classes":     {[]string{"run", "-cluster", small, "-fair-share-classes", "all"}, 2, `-fair-share-classes "all": must be "not-above" or "any"`},
-		"unknown fair-share rule":        {[]string{"run", "-cluster", small, "-fair-share-rule", "Entitlement"}, 2, `-fair-share-rule "Entitlement": must be "gap" or "entitlement"`},
+		"unknown fair-share rule":        {[]string{"run", "-cluster", small, "-fair-share-rule", "Entitlement"}, 2, `-fair-share-rule "Entitlement": must be "auto", "gap" or "entitlement"`},
 		"unknown queue order":            {[]string{"run", "-cluster", small, "-queue-order", "fifo"}, 2, `-queue-order "fifo": must be "class" or "share"`},
 		"extra argument":                 {[]string{"run", "-cluster", small, "x"}, 2, "unexpected arguments: x"},
 		"bad engine nodes": {[]string{"report", "-cluster", small, "-engine-nodes", "many", "-out", filepath.Join(dir, "r.md")},
@@ -229,13 +229,13 @@ func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
 }
 
 // -fair-share-gap, -fair-share-classes and -fair-share-rule reach the
-// engine: on a contended two days (32 standard nodes, load 1.2, seed 2,
-// checkpoints on stop) each alone changes what allot decides, and the
-// defaults spelled out do not (measured with round 28's borrow hold:
-// 170 preemptions, share error 0.106; gap 0.02: 161, 0.093; any class:
-// 158, 0.105; the entitlement rule: 190, 0.102. Before it each flag took
-// more victims than the default, which no longer holds on this trace:
-// which way a rule moves the count is a measurement, docs/simulator.md).
+// engine, on a contended two days (32 standard nodes, load 1.2, seed 2).
+// With the default stop model no job saves a checkpoint when stopped, so
+// the default rule, auto, decides as the gap rule does, and each flag
+// alone changes what allot decides. With checkpoints on stop every job
+// saves, so auto decides as the entitlement rule of any class does, and
+// the gap rule decides otherwise. Which way a rule moves the numbers is
+// a measurement (docs/simulator.md), not this test's.
 func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	type outcome struct {
 		preemptions int
@@ -243,7 +243,7 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	}
 	run := func(args ...string) outcome {
 		sums := runJSON(t, append([]string{"-cluster", "../../" + sim.DefaultCluster, "-nodes", "32", "-jobs", "1000", "-span", "48h", "-load", "1.2", "-seed", "2",
-			"-policies", "allot", "-checkpoint-on-stop"}, args...)...)
+			"-policies", "allot"}, args...)...)
 		must.SliceLen(t, 1, sums)
 		return outcome{sums[0].Preemptions, sums[0].ShareError}
 	}
@@ -251,7 +251,12 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}} {
 		must.NotEq(t, def, run(flag...), must.Sprintf("%v decides as the default does (%+v)", flag, def))
 	}
-	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "gap"), must.Sprint("the defaults spelled out"))
+	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "auto"), must.Sprint("the defaults spelled out"))
+	must.Eq(t, def, run("-fair-share-rule", "gap"), must.Sprint("auto where no job saves on stop"))
+
+	saving := run("-checkpoint-on-stop")
+	must.NotEq(t, saving, run("-checkpoint-on-stop", "-fair-share-rule", "gap"), must.Sprintf("the gap rule decides as auto does where every job saves (%+v)", saving))
+	must.Eq(t, saving, run("-checkpoint-on-stop", "-fair-share-rule", "entitlement", "-fair-share-classes", "any"), must.Sprint("auto where every job saves on stop"))
 }
 
 // -queue-order reaches the engine: on the contended two days of

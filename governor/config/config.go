@@ -57,7 +57,9 @@ type Config struct {
 	// (engine.Config.FairClasses).
 	FairShareClasses string
 	// FairShareRule is the rule a fairness preemption between borrowers
-	// follows: FairRuleGap (default) or FairRuleEntitlement
+	// follows: FairRuleAuto (default: the entitlement rule, of any
+	// class, for victims that save a checkpoint when stopped, the gap
+	// rule for the others), FairRuleGap or FairRuleEntitlement
 	// (engine.Config.FairShareRule).
 	FairShareRule string
 	// QueueOrder orders the queue across tenants: QueueOrderClass
@@ -158,9 +160,10 @@ const (
 	FairClassesAny      = engine.FairClassesAny
 )
 
-// Values of Config.FairShareRule (engine.FairRuleGap,
-// engine.FairRuleEntitlement).
+// Values of Config.FairShareRule (engine.FairRuleAuto,
+// engine.FairRuleGap, engine.FairRuleEntitlement).
 const (
+	FairRuleAuto        = engine.FairRuleAuto
 	FairRuleGap         = engine.FairRuleGap
 	FairRuleEntitlement = engine.FairRuleEntitlement
 )
@@ -172,16 +175,25 @@ const (
 	QueueOrderShare = engine.QueueOrderShare
 )
 
-// mode is one value of a two-way setting, with what it means.
+// mode is one value of a setting of a few named values, with what it
+// means.
 type mode struct{ value, means string }
 
-// checkMode returns the error of a setting whose value is neither a's
-// nor b's, naming both with what they mean; nil when it is one of them.
-func checkMode(setting, value string, a, b mode) error {
-	if value == a.value || value == b.value {
-		return nil
+// checkMode returns the error of a setting whose value is none of
+// modes', naming each with what it means; nil when it is one of them.
+func checkMode(setting, value string, modes ...mode) error {
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		if value == m.value {
+			return nil
+		}
+		names[i] = fmt.Sprintf("%q (%s)", m.value, m.means)
 	}
-	return fmt.Errorf("%s %q: must be %q (%s) or %q (%s)", setting, value, a.value, a.means, b.value, b.means)
+	last := len(names) - 1
+	if last == 0 {
+		return fmt.Errorf("%s %q: must be %s", setting, value, names[0])
+	}
+	return fmt.Errorf("%s %q: must be %s or %s", setting, value, strings.Join(names[:last], ", "), names[last])
 }
 
 // Values of Config.Reclaim (engine.ReclaimAny, engine.ReclaimCheckpointed).
@@ -225,7 +237,7 @@ func Default() Config {
 		FairMinRun:        engine.FairMinRun,
 		FairShareGap:      engine.FairShareGap,
 		FairShareClasses:  FairClassesNotAbove,
-		FairShareRule:     FairRuleGap,
+		FairShareRule:     FairRuleAuto,
 		QueueOrder:        QueueOrderClass,
 		GangTimeout:       10 * time.Minute,
 		BackoffBase:       30 * time.Second,
@@ -322,7 +334,8 @@ func (c *Config) Validate() error {
 			mode{ReclaimCheckpointed, "only from borrowers that lose at most 30 minutes of work, any after 72h of waiting"}),
 		checkMode("fair_share_classes", c.FairShareClasses, mode{FairClassesNotAbove, "a fair-share preemption takes jobs of a class no higher than the preemptor's"},
 			mode{FairClassesAny, "of any preemptible class"}),
-		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleGap, "a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's"},
+		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleAuto, "the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver); the gap rule and fair_share_classes for the others"},
+			mode{FairRuleGap, "a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's"},
 			mode{FairRuleEntitlement, "capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares"}),
 		checkMode("queue_order", c.QueueOrder, mode{QueueOrderClass, "class priority first, then the tenants' weighted shares"},
 			mode{QueueOrderShare, "the tenant with the lowest weighted share first, each tenant's jobs by class"}),

@@ -12,8 +12,8 @@ import (
 	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
-// TestE2E_FairShareAnyClass: with fair_share_classes = "any" and
-// fair_share_gap = 0.02 (docs/governor.md, Preemption, "Fair share";
+// TestE2E_FairShareAnyClass: under fair_share_rule = "gap", with
+// fair_share_classes = "any" and fair_share_gap = 0.02 (docs/governor.md, Preemption, "Fair share";
 // round 20 in docs/simulator.md) a borrower's low job takes a standard
 // job of a tenant that borrows far more. Three clients of 8 GPUs; one
 // cohort of team-a (nominal 4), team-b (nominal 4) and team-c (nominal
@@ -30,7 +30,8 @@ import (
 // team-a's job ends.
 func TestE2E_FairShareAnyClass(t *testing.T) {
 	start := time.Now()
-	b := newBorrowers(t, `fair_share_gap = 0.02
+	b := newBorrowers(t, `fair_share_rule = "gap"
+fair_share_gap = 0.02
 fair_share_classes = "any"
 `)
 	submitted := time.Now()
@@ -73,6 +74,29 @@ func TestE2E_FairShareEntitlement(t *testing.T) {
 	must.SliceContains(t, []string{"b1", "b2"}, d.Victims[0].JobID, must.Sprint("an 8-GPU trainer frees a whole client"))
 	b.resumesAfter(t, "gang", d.Victims[0].JobID)
 	t.Logf("fair share entitlement e2e: %s in all", time.Since(start).Round(time.Millisecond))
+}
+
+// TestE2E_FairShareAutoDefault: with the default fair_share_rule,
+// "auto", team-b's trainers run under the ckpt driver and save a
+// checkpoint when stopped, so a fair-share preemption of them is judged
+// by entitlement, of any class: the scene of TestE2E_FairShareEntitlement
+// with no fair-share setting gives its outcome, where the gap rule would
+// keep team-a's 8-GPU job waiting (both shares 3 after the preemption).
+// team-a's job is of class low, below the trainers' standard, which only
+// fair_share_classes = "any" allows for victims that do not save.
+func TestE2E_FairShareAutoDefault(t *testing.T) {
+	start := time.Now()
+	b := newBorrowers(t, "")
+	b.pe.train("team-a", "gang", "low", 1, 8, "-step-time", "100ms")
+	b.pe.runningAllocs("team-a", "gang", 1, 60*time.Second, nil)
+
+	d := fairShareDecision(t, b.pe, "team-a/gang fair-share")
+	must.Eq(t, "low", d.Class)
+	must.Eq(t, "standard", d.Victims[0].Class, must.Sprint("the victim's class is above the preemptor's"))
+	must.StrContains(t, d.Reason, "tenant team-a uses less than its fair share of the cohort (gpu: uses 4, entitled to 12.0)")
+	must.SliceContains(t, []string{"b1", "b2"}, d.Victims[0].JobID, must.Sprint("an 8-GPU trainer frees a whole client"))
+	b.resumesAfter(t, "gang", d.Victims[0].JobID)
+	t.Logf("fair share auto (default) e2e: %s in all", time.Since(start).Round(time.Millisecond))
 }
 
 // borrowers is the scene of the fair-share tests: three clients of 8

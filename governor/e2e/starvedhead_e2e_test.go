@@ -13,12 +13,16 @@ import (
 )
 
 // starvedHeadConfig: a job starves after 3 s and a fairness victim must
-// have run 2 s.
+// have run 2 s. Fair share follows the gap rule: under the default rule,
+// auto, the trainers (ckpt driver, they save when stopped) are judged by
+// entitlement, which lets team-a's job take one before it starves
+// (TestE2E_FairShareAutoDefault); these tests are about the starved head.
 const starvedHeadConfig = `cycle_interval = "1s"
 starvation_timeout = "3s"
 fair_min_run = "2s"
 backoff_base = "1s"
 backoff_cap = "2s"
+fair_share_rule = "gap"
 `
 
 // trainers are team-b's standard-class toy trainers, 8 GPUs each, that

@@ -23,6 +23,10 @@ const (
 	// then take what it needs, where the gap rule waits for it to drain:
 	// measured on the simulator's grid (docs/simulator.md, round 21).
 	FairRuleEntitlement = "entitlement"
+	// FairRuleAuto: FairRuleEntitlement, of any class, for victims that
+	// save a checkpoint when stopped (Group.SavesOnStop); FairRuleGap and
+	// Config.FairClasses for the others.
+	FairRuleAuto = "auto"
 )
 
 // entitlement holds each cohort member's weighted max-min fair share

@@ -150,12 +150,21 @@ func TestFairShareEntitlementRule(t *testing.T) {
 			run("c", "c1", "standard", "n6", 8, 1).
 			queue(gpuJob("a", "hi", "standard", 8))
 	}
+	// lowGang: gang, team a's job of class low below the victims'
+	// standard.
+	lowGang := func() *scene {
+		sc := gang()
+		sc.jobs[len(sc.jobs)-1].Class = "low"
+		return sc
+	}
 	cases := map[string]struct {
 		sc      func() *scene
 		rule    string
 		job     string
 		victims []string
 		reason  string
+		// saves: the running jobs save a checkpoint when stopped.
+		saves bool
 	}{
 		"gap rule: the gang waits":                                                {sc: gang, job: "a/gang"},
 		"entitlement: the gang takes a fresh victim":                              {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
@@ -166,12 +175,22 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		"gap rule: equals take nothing":                                           {sc: level, job: "a/fair"},
 		"gap rule: a borrower's own lower class gives way":                        {sc: own, job: "a/hi", victims: []string{"a3<-a/hi"}},
 		"entitlement: a borrower's own lower class gives way, at its entitlement": {sc: own, rule: FairRuleEntitlement, job: "a/hi", victims: []string{"a3<-a/hi"}},
+		"auto: victims that save on stop, by entitlement":                         {sc: gang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: victims that do not save, by the gap rule: the gang waits":         {sc: gang, rule: FairRuleAuto, job: "a/gang"},
+		"auto: a victim that saves on stop, of a class above the job's":           {sc: lowGang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: no victim of a class above the job's":                       {sc: lowGang, rule: FairRuleEntitlement, saves: true, job: "a/gang"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.FairShareRule = tc.rule
-			p := Decide(cfg, tc.sc().snap())
+			sc := tc.sc()
+			for _, j := range sc.jobs {
+				for i := range j.Groups {
+					j.Groups[i].SavesOnStop = tc.saves && j.State == Admitted
+				}
+			}
+			p := Decide(cfg, sc.snap())
 			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts[tc.job].Reason))
 			if tc.reason != "" {
 				must.Len(t, 1, p.Preemptions)

@@ -82,6 +82,11 @@ type fairPreemption struct {
 	ent   entitlement
 	below bool
 	req   quota.Vector
+	// auto: Config.FairShareRule FairRuleAuto: a victim that saves a
+	// checkpoint when stopped is judged by the entitlement rule and may
+	// be of any class; any other victim by the gap rule and the class
+	// rule.
+	auto bool
 }
 
 // newFairPreemption returns the fairness rule for a preemptor of tenant
@@ -94,7 +99,8 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 	}
 	f := &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster,
 		minRun: cy.cfg.fairMinRun(), gap: cy.cfg.fairShareGap(), anyClass: cy.cfg.FairClasses == FairClassesAny, req: req}
-	if cy.cfg.FairShareRule == FairRuleEntitlement {
+	f.auto = cy.cfg.FairShareRule == FairRuleAuto
+	if cy.cfg.FairShareRule == FairRuleEntitlement || f.auto {
 		f.ent = cy.entitlementOf(acct.cohort)
 		f.below = f.ent.below(acct, req)
 	}
@@ -106,14 +112,16 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 // tenant whose preemptions requeued its jobs within reclaimWindow, and a
 // job that started within Config.FairMinRun is no fairness victim.
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
-	if v.acct == f.acct || (v.prio > f.prio && !f.head && !f.anyClass) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
+	byEnt := f.ent != nil && (!f.auto || v.saves)
+	anyClass := f.anyClass || (f.auto && v.saves)
+	if v.acct == f.acct || (v.prio > f.prio && !f.head && !anyClass) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
 		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
 		return false
 	}
 	switch {
 	case f.head:
 		return v.acct.keepsNominal(v.use)
-	case f.ent != nil:
+	case byEnt:
 		return f.below && f.ent.above(v.acct, v.use)
 	}
 	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+f.gap
@@ -191,7 +199,7 @@ func (f *fairPreemption) allows(set []*victim) bool {
 	if !f.takesFromOthers(set) {
 		return true
 	}
-	if f.ent != nil && !f.head {
+	if f.byEntitlement(set) {
 		return f.below && f.ent.lowers(f.acct, f.req, set, f.cluster)
 	}
 	lose := map[*account]quota.Vector{}
@@ -212,6 +220,25 @@ func (f *fairPreemption) allows(set []*victim) bool {
 			continue
 		}
 		if shareOf(a, f.cluster, use, -1) < f.after+f.gap {
+			return false
+		}
+	}
+	return true
+}
+
+// byEntitlement reports whether set is judged by the entitlement rule:
+// under FairRuleEntitlement, and under FairRuleAuto when every victim of
+// another tenant saves a checkpoint when stopped; never for a starved
+// head.
+func (f *fairPreemption) byEntitlement(set []*victim) bool {
+	return f.ent != nil && !f.head && (!f.auto || othersSave(f.acct, set))
+}
+
+// othersSave reports whether every victim of set not of tenant acct
+// saves a checkpoint when stopped.
+func othersSave(acct *account, set []*victim) bool {
+	for _, v := range set {
+		if v.acct != acct && !v.saves {
 			return false
 		}
 	}

@@ -165,20 +165,22 @@ func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
 		"gap 0.02 and any class (round 20)":  {gap: 0.02, classes: FairClassesAny},
 		"entitlement rule (round 21)":        {rule: FairRuleEntitlement},
 		"entitlement rule and any class":     {rule: FairRuleEntitlement, classes: FairClassesAny},
+		"auto, half the jobs save on stop":   {rule: FairRuleAuto},
 	}
 	for name, set := range settings {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
 			cfg.FairShareGap, cfg.FairClasses, cfg.FairShareRule = set.gap, set.classes, set.rule
-			checkNoPingPong(t, cfg)
+			checkNoPingPong(t, cfg, func(j *Job) bool { return set.rule == FairRuleAuto && len(j.ID)%2 == 0 })
 		})
 	}
 }
 
 // checkNoPingPong runs TestPropertyFairSharePreemptionNoPingPong's
 // cycles under cfg.
-func checkNoPingPong(t *testing.T, cfg Config) {
+// saves tells which jobs save a checkpoint when stopped.
+func checkNoPingPong(t *testing.T, cfg Config, saves func(*Job) bool) {
 	fair, pingpong := 0, 0
 	for seed := int64(0); seed < 120; seed++ {
 		r := rand.New(rand.NewSource(seed))
@@ -189,6 +191,7 @@ func checkNoPingPong(t *testing.T, cfg Config) {
 			s.Now = s.Now.Add(5 * time.Second)
 			w.finish()
 			w.arrive(r, 30, 400)
+			markSaving(s, saves)
 			for _, a := range s.Allocs { // every job checkpoints every 2 minutes
 				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
 					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
@@ -221,4 +224,61 @@ func checkNoPingPong(t *testing.T, cfg Config) {
 	t.Logf("%d fairness preemptions, %d back and forth", fair, pingpong)
 	must.Greater(t, 5, fair, must.Sprint("the scenario must actually preempt for fairness"))
 	must.Zero(t, pingpong)
+}
+
+// TestPropertyFairRuleAuto: FairRuleAuto decides as FairRuleGap with the
+// configured classes where no job saves a checkpoint when stopped, and
+// as FairRuleEntitlement with FairClassesAny where every job does:
+// every plan of 90 cycles of 50 random clusters is the same.
+func TestPropertyFairRuleAuto(t *testing.T) {
+	cases := map[string]struct {
+		saves bool
+		other Config
+	}{
+		"no job saves: the gap rule":                 {saves: false, other: Config{FairShareRule: FairRuleGap}},
+		"every job saves: entitlement, of any class": {saves: true, other: Config{FairShareRule: FairRuleEntitlement, FairClasses: FairClassesAny}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			auto, other := testConfig(), testConfig()
+			auto.FairShareRule = FairRuleAuto
+			other.FairShareRule, other.FairClasses = c.other.FairShareRule, c.other.FairClasses
+			fair := 0
+			for seed := int64(0); seed < 50; seed++ {
+				ra, ro := rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed))
+				sa, _, _ := fullCluster(ra)
+				so, _, _ := fullCluster(ro)
+				wa, wo := newWorld(auto, sa), newWorld(other, so)
+				for cycle := 0; cycle < 90; cycle++ {
+					for _, w := range []*world{wa, wo} {
+						w.s.Now = w.s.Now.Add(5 * time.Second)
+						w.finish()
+					}
+					wa.arrive(ra, 30, 400)
+					wo.arrive(ro, 30, 400)
+					for _, w := range []*world{wa, wo} {
+						markSaving(w.s, func(*Job) bool { return c.saves })
+					}
+					pa, po := wa.step(), wo.step()
+					must.Eq(t, po.Decisions, pa.Decisions, must.Sprintf("seed %d cycle %d", seed, cycle))
+					must.Eq(t, po.Preemptions, pa.Preemptions, must.Sprintf("seed %d cycle %d", seed, cycle))
+					for _, p := range pa.Preemptions {
+						if p.Cause == CauseFairShare {
+							fair++
+						}
+					}
+				}
+			}
+			must.Greater(t, 5, fair, must.Sprint("the clusters must preempt for fairness"))
+		})
+	}
+}
+
+// markSaving sets every group's SavesOnStop to what saves says of its job.
+func markSaving(s *Snapshot, saves func(*Job) bool) {
+	for _, j := range s.Jobs {
+		for i := range j.Groups {
+			j.Groups[i].SavesOnStop = saves(j)
+		}
+	}
 }

@@ -96,6 +96,8 @@ type victim struct {
 	// thrown is cost unless the job saves a checkpoint when stopped
 	// (Group.SavesOnStop): zero then.
 	thrown time.Duration
+	// saves: the job saves a checkpoint when stopped (Group.SavesOnStop).
+	saves  bool
 	newest time.Time
 	use    quota.Vector
 	allocs []*Alloc
@@ -184,7 +186,8 @@ func (cy *cycle) newVictim(j *Job) *victim {
 	if len(v.allocs) == 0 {
 		return nil
 	}
-	if !j.savesOnStop() {
+	v.saves = j.savesOnStop()
+	if !v.saves {
 		v.thrown = v.cost
 	}
 	return v
@@ -569,7 +572,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	}
 	cause := preemptCause(acct, s, set, passed)
 	p.Cause = cause
-	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j], s.fair)
+	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j], s.fair, set)
 	if passed && cause != CauseQueueOrder {
 		p.Reason += "; " + passedReason
 	}
@@ -583,7 +586,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		} else {
 			cy.requeue(v.j, why, cause, j.Key(), v.lost)
 		}
-		if v.acct != acct && cy.cfg.FairShareRule == FairRuleEntitlement {
+		if v.acct != acct && (cy.cfg.FairShareRule == FairRuleEntitlement || cy.cfg.FairShareRule == FairRuleAuto && v.saves) {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
 		v.acct.giveBack(v.use)
@@ -619,7 +622,7 @@ func preemptCause(acct *account, s *trial, set []*victim, passed bool) string {
 // class (passedHead).
 const passedReason = "jobs of its own tenant and class that were queued after it and admitted while it waited give their place back"
 
-func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool, fair *fairPreemption) string {
+func preemptReason(class string, acct *account, cause string, req quota.Vector, head bool, fair *fairPreemption, set []*victim) string {
 	starved := fmt.Sprintf("the job is its cohort's starved head (tenant %s uses less than %.2f of its nominal quota and the job waited past the starvation timeout)",
 		acct.t.Namespace, HoldShareMax)
 	switch {
@@ -636,7 +639,7 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 		return fmt.Sprintf("moved so the starving head (class %s) of tenant %s fits now instead of waiting for its reserved nodes to drain: every moved job fits the free capacity elsewhere at once and loses ≤ %s of work or saves a checkpoint when stopped",
 			class, acct.t.Namespace, FairLostWork)
 	case CauseFairShare:
-		if fair.ent != nil {
+		if fair.byEntitlement(set) {
 			return fmt.Sprintf("tenant %s uses less than its fair share of the cohort (%s) and the victims' tenants more than theirs; the preemption brings usage closer to the fair shares (victims lose ≤ %s of work)",
 				acct.t.Namespace, fair.ent.text(acct, req), FairLostWork)
 		}

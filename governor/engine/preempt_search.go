@@ -35,12 +35,15 @@ type trial struct {
 	// nominalFirst: victim sets are ranked by what they take of their
 	// tenants' nominal quota (setCost.nominal), under FairRuleEntitlement.
 	nominalFirst bool
+	// nominalSaving: nominalFirst for sets whose victims all save a
+	// checkpoint when stopped, under FairRuleAuto.
+	nominalSaving bool
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {
 	missing := cy.missing(j)
 	s := &trial{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{},
-		nominalFirst: cy.cfg.FairShareRule == FairRuleEntitlement}
+		nominalFirst: cy.cfg.FairShareRule == FairRuleEntitlement, nominalSaving: cy.cfg.FairShareRule == FairRuleAuto}
 	for r, n := range s.req {
 		if n > 0 && r != quota.CPU && r != quota.Memory {
 			s.devs[r] = true
@@ -224,7 +227,7 @@ func (s *trial) costOf(set []*victim) setCost {
 		c.lost += v.cost
 		c.thrown += v.thrown
 	}
-	if s.nominalFirst {
+	if s.ranksNominal(set) {
 		c.nominal = s.nominalTaken(set)
 	}
 	return c
@@ -295,6 +298,17 @@ func (s *trial) nominalTaken(set []*victim) int64 {
 	return taken
 }
 
+// allSave reports whether every victim of set saves a checkpoint when
+// stopped.
+func allSave(set []*victim) bool {
+	for _, v := range set {
+		if !v.saves {
+			return false
+		}
+	}
+	return true
+}
+
 // tenantSeen reports whether a victim of set belongs to a.
 func tenantSeen(set []*victim, a *account) bool {
 	for _, v := range set {
@@ -363,13 +377,20 @@ func cheapestFeasible(s *trial, cands []*victim, k int) []*victim {
 // good.
 func greedy(s *trial, cands []*victim) []*victim {
 	set := greedyPrefix(s, cands)
-	if !s.nominalFirst {
+	if !s.nominalFirst && !s.nominalSaving {
 		return set
 	}
-	if alt := greedyPrefix(s, s.nominalLast(cands)); thrownBy(alt) <= thrownBy(set) {
+	if alt := greedyPrefix(s, s.nominalLast(cands)); s.ranksNominal(alt) && thrownBy(alt) <= thrownBy(set) {
 		return alt
 	}
 	return set
+}
+
+// ranksNominal reports whether set is ranked by the nominal quota it
+// takes (setCost.nominal): under FairRuleEntitlement, and under
+// FairRuleAuto when every victim of set saves a checkpoint when stopped.
+func (s *trial) ranksNominal(set []*victim) bool {
+	return s.nominalFirst || (s.nominalSaving && allSave(set))
 }
 
 // thrownBy sums the device time set throws away for good (setCost.thrown)

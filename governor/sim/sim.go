@@ -116,6 +116,7 @@ const (
 const (
 	FairRuleGap         = engine.FairRuleGap
 	FairRuleEntitlement = engine.FairRuleEntitlement
+	FairRuleAuto        = engine.FairRuleAuto
 )
 
 // Values of Options.Engine.QueueOrder (the engine's queue orders).
