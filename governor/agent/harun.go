@@ -178,7 +178,7 @@ func (h *haRuntime) preview(ctx context.Context, rec *reconcile.Reconciler) {
 	tick := time.NewTicker(rec.Interval)
 	defer tick.Stop()
 	for {
-		if _, leading := h.l.term(); !leading && h.store.Synced() {
+		if _, leading := h.l.term(); !leading && h.store.Ready() {
 			rec.Cycle(ctx)
 		}
 		select {

@@ -73,7 +73,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 		var took time.Duration
-		if r.Store.Synced() {
+		if r.Store.Ready() {
 			r.Cycle(ctx)
 			took = r.lastDecide()
 		}

@@ -77,7 +77,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 
 // readiness is /readyz's verdict and reason.
 func (s *Server) readiness() (bool, string) {
-	if !s.Store.Synced() {
+	if !s.Store.Ready() {
 		return false, "syncing with Nomad"
 	}
 	if s.Plans.Latest() == nil {

@@ -12,7 +12,13 @@ import (
 	"github.com/shoenig/test/must"
 	"github.com/shoenig/test/wait"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+
 	"github.com/allot-sh/allot/governor/allotapi"
+	"github.com/allot-sh/allot/governor/cluster"
+	"github.com/allot-sh/allot/governor/metrics"
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 // fakeHA is an election state a test sets.
@@ -67,6 +73,24 @@ func TestReadiness(t *testing.T) {
 			must.Eq(t, http.StatusOK, alive.StatusCode, must.Sprint("alive whatever the readiness"))
 		})
 	}
+}
+
+// TestReadinessWaitsForNamespaces: a full listing without the namespaces
+// is not ready: until they load the governor cannot tell tenants from
+// other namespaces (TestE2E_DevUp once listed no tenant right after
+// /readyz said ok).
+func TestReadinessWaitsForNamespaces(t *testing.T) {
+	store := cluster.NewStore(quota.NewBook([]string{"standard"}), nil)
+	store.Reset(&cluster.Initial{})
+	s := &Server{Plans: fixedPlan{samplePlan()}, Store: store, Proxy: http.NotFoundHandler(), Metrics: metrics.New(),
+		Auth: fakeAuth{t}, Log: hclog.NewNullLogger()}
+	ok, reason := s.readiness()
+	must.False(t, ok)
+	must.Eq(t, "syncing with Nomad", reason)
+	store.SetNamespaces([]*api.Namespace{{Name: "ml"}})
+	ok, reason = s.readiness()
+	must.True(t, ok)
+	must.Eq(t, "ok", reason)
 }
 
 func TestStatus(t *testing.T) {
