@@ -235,7 +235,7 @@ func (f *fairPreemption) byEntitlement(set []*victim) bool {
 }
 
 // othersSave reports whether every victim of set not of tenant acct
-// saves a checkpoint when stopped.
+// (nil: every victim) saves a checkpoint when stopped.
 func othersSave(acct *account, set []*victim) bool {
 	for _, v := range set {
 		if v.acct != acct && !v.saves {

@@ -298,17 +298,6 @@ func (s *trial) nominalTaken(set []*victim) int64 {
 	return taken
 }
 
-// allSave reports whether every victim of set saves a checkpoint when
-// stopped.
-func allSave(set []*victim) bool {
-	for _, v := range set {
-		if !v.saves {
-			return false
-		}
-	}
-	return true
-}
-
 // tenantSeen reports whether a victim of set belongs to a.
 func tenantSeen(set []*victim, a *account) bool {
 	for _, v := range set {
@@ -390,7 +379,7 @@ func greedy(s *trial, cands []*victim) []*victim {
 // takes (setCost.nominal): under FairRuleEntitlement, and under
 // FairRuleAuto when every victim of set saves a checkpoint when stopped.
 func (s *trial) ranksNominal(set []*victim) bool {
-	return s.nominalFirst || (s.nominalSaving && allSave(set))
+	return s.nominalFirst || (s.nominalSaving && othersSave(nil, set))
 }
 
 // thrownBy sums the device time set throws away for good (setCost.thrown)
