@@ -82,6 +82,24 @@ func BenchmarkDecideEntitlement(b *testing.B) {
 	benchDecide(b, cfg, []int{1000, 10000}, []int{100, 1000})
 }
 
+// BenchmarkDecideAuto is BenchmarkDecidePreemption under the governor's
+// default fair-share rule, auto, with every other job saving a
+// checkpoint when stopped (ckpt driver): victims that save are judged by
+// entitlement, so each cohort's entitlement is computed as under
+// BenchmarkDecideEntitlement.
+func BenchmarkDecideAuto(b *testing.B) {
+	cfg := testConfig()
+	cfg.FairShareRule = FairRuleAuto
+	half := func(s *Snapshot) {
+		for i, j := range s.Jobs {
+			for g := range j.Groups {
+				j.Groups[g].SavesOnStop = i%2 == 0
+			}
+		}
+	}
+	benchDecideWith(b, cfg, []int{1000, 10000}, []int{100, 1000}, []int{10, 100}, half)
+}
+
 // BenchmarkDecideShareOrder is BenchmarkDecidePreemption under each
 // queue order (queue_order = "class", the default, and "share") up to
 // 1,000 tenants: under the share order every preemptible class of every
