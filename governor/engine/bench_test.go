@@ -91,11 +91,8 @@ func BenchmarkDecideAuto(b *testing.B) {
 	cfg := testConfig()
 	cfg.FairShareRule = FairRuleAuto
 	half := func(s *Snapshot) {
-		for i, j := range s.Jobs {
-			for g := range j.Groups {
-				j.Groups[g].SavesOnStop = i%2 == 0
-			}
-		}
+		i := 0
+		markSaving(s, func(*Job) bool { i++; return i%2 == 1 })
 	}
 	benchDecideWith(b, cfg, []int{1000, 10000}, []int{100, 1000}, []int{10, 100}, half)
 }

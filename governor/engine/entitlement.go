@@ -29,6 +29,14 @@ const (
 	FairRuleAuto = "auto"
 )
 
+// byEntitlement reports whether, under fair-share rule rule, a victim
+// (or a set whose victims of other tenants all) saving a checkpoint when
+// stopped or not (saves) is judged by the entitlement rule: always under
+// FairRuleEntitlement, only when it saves under FairRuleAuto.
+func byEntitlement(rule string, saves bool) bool {
+	return rule == FairRuleEntitlement || rule == FairRuleAuto && saves
+}
+
 // entitlement holds each cohort member's weighted max-min fair share
 // (water-filling) of every governed resource: the cohort's capacity of
 // it (its members' nominal quotas, no more than the cluster holds)

@@ -184,13 +184,9 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.FairShareRule = tc.rule
-			sc := tc.sc()
-			for _, j := range sc.jobs {
-				for i := range j.Groups {
-					j.Groups[i].SavesOnStop = tc.saves && j.State == Admitted
-				}
-			}
-			p := Decide(cfg, sc.snap())
+			s := tc.sc().snap()
+			markSaving(s, func(j *Job) bool { return tc.saves && j.State == Admitted })
+			p := Decide(cfg, s)
 			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts[tc.job].Reason))
 			if tc.reason != "" {
 				must.Len(t, 1, p.Preemptions)

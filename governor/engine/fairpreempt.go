@@ -82,11 +82,11 @@ type fairPreemption struct {
 	ent   entitlement
 	below bool
 	req   quota.Vector
-	// auto: Config.FairShareRule FairRuleAuto: a victim that saves a
-	// checkpoint when stopped is judged by the entitlement rule and may
-	// be of any class; any other victim by the gap rule and the class
-	// rule.
-	auto bool
+	// rule is Config.FairShareRule: under FairRuleAuto a victim that
+	// saves a checkpoint when stopped is judged by the entitlement rule
+	// and may be of any class; any other victim by the gap rule and the
+	// class rule (byEntitlement).
+	rule string
 }
 
 // newFairPreemption returns the fairness rule for a preemptor of tenant
@@ -99,8 +99,8 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 	}
 	f := &fairPreemption{acct: acct, lostTo: cy.lostTo(acct.t.Namespace), now: cy.s.Now, prio: prio, after: after, cluster: cluster,
 		minRun: cy.cfg.fairMinRun(), gap: cy.cfg.fairShareGap(), anyClass: cy.cfg.FairClasses == FairClassesAny, req: req}
-	f.auto = cy.cfg.FairShareRule == FairRuleAuto
-	if cy.cfg.FairShareRule == FairRuleEntitlement || f.auto {
+	f.rule = cy.cfg.FairShareRule
+	if byEntitlement(f.rule, true) {
 		f.ent = cy.entitlementOf(acct.cohort)
 		f.below = f.ent.below(acct, req)
 	}
@@ -112,8 +112,7 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 // tenant whose preemptions requeued its jobs within reclaimWindow, and a
 // job that started within Config.FairMinRun is no fairness victim.
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
-	byEnt := f.ent != nil && (!f.auto || v.saves)
-	anyClass := f.anyClass || (f.auto && v.saves)
+	anyClass := f.anyClass || (f.rule == FairRuleAuto && v.saves)
 	if v.acct == f.acct || (v.prio > f.prio && !f.head && !anyClass) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
 		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
 		return false
@@ -121,7 +120,7 @@ func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
 	switch {
 	case f.head:
 		return v.acct.keepsNominal(v.use)
-	case byEnt:
+	case f.judges(v.saves):
 		return f.below && f.ent.above(v.acct, v.use)
 	}
 	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+f.gap
@@ -231,7 +230,13 @@ func (f *fairPreemption) allows(set []*victim) bool {
 // another tenant saves a checkpoint when stopped; never for a starved
 // head.
 func (f *fairPreemption) byEntitlement(set []*victim) bool {
-	return f.ent != nil && !f.head && (!f.auto || othersSave(f.acct, set))
+	return f.judges(othersSave(f.acct, set))
+}
+
+// judges reports whether victims that save on stop or not (saves) are
+// judged by the entitlement rule; a starved head's never are.
+func (f *fairPreemption) judges(saves bool) bool {
+	return !f.head && byEntitlement(f.rule, saves)
 }
 
 // othersSave reports whether every victim of set not of tenant acct

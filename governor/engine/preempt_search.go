@@ -32,18 +32,11 @@ type trial struct {
 	// unsaved counts the borrowers' jobs a reclaim spared because they
 	// would lose more than its rules allow (reclaimable).
 	unsaved int
-	// nominalFirst: victim sets are ranked by what they take of their
-	// tenants' nominal quota (setCost.nominal), under FairRuleEntitlement.
-	nominalFirst bool
-	// nominalSaving: nominalFirst for sets whose victims all save a
-	// checkpoint when stopped, under FairRuleAuto.
-	nominalSaving bool
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {
 	missing := cy.missing(j)
-	s := &trial{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{},
-		nominalFirst: cy.cfg.FairShareRule == FairRuleEntitlement, nominalSaving: cy.cfg.FairShareRule == FairRuleAuto}
+	s := &trial{cy: cy, j: j, acct: acct, missing: missing, req: requestVector(j, missing), devs: map[string]bool{}}
 	for r, n := range s.req {
 		if n > 0 && r != quota.CPU && r != quota.Memory {
 			s.devs[r] = true
@@ -204,7 +197,7 @@ type setCost struct {
 	// nominal is what the set takes, of the governed devices, from
 	// victims' tenants (the preemptor's own aside) below their nominal
 	// quota: capacity they were promised, not capacity they borrow.
-	// Counted under FairRuleEntitlement only (trial.nominalFirst).
+	// Counted where the entitlement rule judges the set (trial.ranksNominal).
 	nominal int64
 	prio    int
 	lost    time.Duration
@@ -366,7 +359,7 @@ func cheapestFeasible(s *trial, cands []*victim, k int) []*victim {
 // good.
 func greedy(s *trial, cands []*victim) []*victim {
 	set := greedyPrefix(s, cands)
-	if !s.nominalFirst && !s.nominalSaving {
+	if !byEntitlement(s.cy.cfg.FairShareRule, true) {
 		return set
 	}
 	if alt := greedyPrefix(s, s.nominalLast(cands)); s.ranksNominal(alt) && thrownBy(alt) <= thrownBy(set) {
@@ -376,10 +369,10 @@ func greedy(s *trial, cands []*victim) []*victim {
 }
 
 // ranksNominal reports whether set is ranked by the nominal quota it
-// takes (setCost.nominal): under FairRuleEntitlement, and under
-// FairRuleAuto when every victim of set saves a checkpoint when stopped.
+// takes (setCost.nominal): where the entitlement rule judges its
+// victims (byEntitlement), every one of them counted.
 func (s *trial) ranksNominal(set []*victim) bool {
-	return s.nominalFirst || (s.nominalSaving && othersSave(nil, set))
+	return byEntitlement(s.cy.cfg.FairShareRule, othersSave(nil, set))
 }
 
 // thrownBy sums the device time set throws away for good (setCost.thrown)
