@@ -94,7 +94,13 @@ func (r *watchRunner) startLocked(parent context.Context) {
 // rebuild brings the store up to Nomad's present and reports true, or
 // false when ctx ends first. A streaming watcher is caught up by the
 // barrier; otherwise (or when the barrier fails) the watcher restarts.
+// A ctx already ended (the term is over) reports false at once: the
+// barrier could otherwise find the store caught up without looking at
+// ctx (TestRebuildRestartsTheWatcher failed so under -race).
 func (r *watchRunner) rebuild(ctx, parent context.Context) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	if r.catchUp != nil {
 		start := time.Now()
 		err := r.catchUp.wait(ctx)
