@@ -87,6 +87,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "cycle", Value: 10 * time.Second, Usage: "shortest time between governor cycles (allot)"},
 			&cli.DurationFlag{Name: "starvation-timeout", Usage: "override the engine's starvation timeout (allot; default: the governor's)"},
 			&cli.DurationFlag{Name: "requeue-rest", Usage: "override the engine's requeue rest (allot; default: the governor's, none; see docs/governor.md)"},
+			&cli.DurationFlag{Name: "fair-min-run", Usage: "override how long a job must have run before a fair-share preemption may take it (allot; default: the governor's, 2m; see docs/governor.md)"},
 			&cli.StringFlag{Name: "reclaim", Usage: "override which borrowers a reclaim may take: any or checkpointed (allot; default: the governor's, any; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "reclaim-max-loss", Usage: "override the most device time one borrower's stop may throw away in a reclaim, per device the claim asks for; 0: no bound (allot; default: the governor's; see docs/governor.md)"},
 			&cli.Float64Flag{Name: "fair-share-gap", Usage: "override how far above the preemptor's tenant's weighted share a fair-share victim's tenant must stay (allot; default: the governor's, 0.1; see docs/governor.md)"},
@@ -126,6 +127,11 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 			return err
 		}
 		ec.RequeueRest = rest
+	}
+	if c.IsSet("fair-min-run") {
+		if ec.FairMinRun = c.Duration("fair-min-run"); ec.FairMinRun <= 0 {
+			return cmdutil.UsageError(c, "-fair-min-run must be positive, got %s", ec.FairMinRun)
+		}
 	}
 	if c.IsSet("reclaim-max-loss") {
 		if ec.ReclaimMaxLoss = c.Duration("reclaim-max-loss"); ec.ReclaimMaxLoss < 0 {
@@ -187,6 +193,7 @@ func modeFlag(c *cli.Context, name string, dst *string, modes ...string) error {
 var engineSettingFlags = []struct{ flag, setting string }{
 	{"starvation-timeout", "starvation_timeout"},
 	{"requeue-rest", "requeue_rest"},
+	{"fair-min-run", "fair_min_run"},
 	{"reclaim", "reclaim"},
 	{"reclaim-max-loss", "reclaim_max_loss"},
 	{"fair-share-gap", "fair_share_gap"},

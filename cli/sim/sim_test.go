@@ -118,6 +118,7 @@ func TestOverriddenSettingsNamedInHeader(t *testing.T) {
 		header(t, "-fair-share-rule", "entitlement", "-fair-share-classes", "any"))
 	must.StrHasSuffix(t, `; governor settings: reclaim = "checkpointed"`, header(t, "-reclaim", "checkpointed", "-checkpoint-on-stop"))
 	must.StrHasSuffix(t, `; governor settings: reclaim_max_loss = "24h0m0s"`, header(t, "-reclaim-max-loss", "24h"))
+	must.StrHasSuffix(t, `; governor settings: requeue_rest = "5m0s", fair_min_run = "10m0s"`, header(t, "-fair-min-run", "10m", "-requeue-rest", "5m"))
 	must.StrHasSuffix(t, `; governor settings: fair_share_rule = "entitlement", queue_order = "share"`,
 		header(t, "-queue-order", "share", "-fair-share-rule", "entitlement"))
 	must.StrNotContains(t, header(t), "governor settings")
@@ -146,6 +147,8 @@ func TestBadInputIsAClearError(t *testing.T) {
 		"endless stop delay":             {[]string{"run", "-cluster", small, "-stop-delay", "2562047h"}, 2, "-stop-delay must be between 0 and 24h0m0s"},
 		"negative requeue rest":          {[]string{"run", "-cluster", small, "-requeue-rest", "-1m"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
 		"too long requeue rest":          {[]string{"run", "-cluster", small, "-requeue-rest", "2h"}, 2, "-requeue-rest must be between 0 and 1h0m0s"},
+		"zero fair min run":              {[]string{"run", "-cluster", small, "-fair-min-run", "0s"}, 2, "-fair-min-run must be positive, got 0s"},
+		"negative fair min run":          {[]string{"run", "-cluster", small, "-fair-min-run", "-2m"}, 2, "-fair-min-run must be positive, got -2m0s"},
 		"checkpoint-on-stop not a bool":  {[]string{"run", "-cluster", small, "-checkpoint-on-stop=maybe"}, 1, `invalid boolean value "maybe" for -checkpoint-on-stop`},
 		"unknown reclaim mode":           {[]string{"run", "-cluster", small, "-reclaim", "never"}, 2, `-reclaim "never": must be "any" or "checkpointed"`},
 		"negative reclaim max loss":      {[]string{"run", "-cluster", small, "-reclaim-max-loss", "-1h"}, 2, "-reclaim-max-loss must be 0 (no bound) or positive, got -1h0m0s"},
@@ -228,7 +231,7 @@ func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
 	must.EqOp(t, def, lost("-reclaim-max-loss", "0s"), must.Sprint("no bound spelled out"))
 }
 
-// -fair-share-gap, -fair-share-classes and -fair-share-rule reach the
+// -fair-share-gap, -fair-share-classes, -fair-share-rule and -fair-min-run reach the
 // engine, on a contended two days (32 standard nodes, load 1.2, seed 2).
 // With the default stop model no job saves a checkpoint when stopped, so
 // the default rule, auto, decides as the gap rule does, and each flag
@@ -248,10 +251,11 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 		return outcome{sums[0].Preemptions, sums[0].ShareError}
 	}
 	def := run()
-	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}} {
+	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}, {"-fair-min-run", "1h"}} {
 		must.NotEq(t, def, run(flag...), must.Sprintf("%v decides as the default does (%+v)", flag, def))
 	}
-	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "auto"), must.Sprint("the defaults spelled out"))
+	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "auto", "-fair-min-run", "2m"),
+		must.Sprint("the defaults spelled out"))
 	must.Eq(t, def, run("-fair-share-rule", "gap"), must.Sprint("auto where no job saves on stop"))
 
 	saving := run("-checkpoint-on-stop")

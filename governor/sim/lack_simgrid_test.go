@@ -74,10 +74,16 @@ func simgridRows(t *testing.T) []gridRow {
 	return out
 }
 
-// sim generates the row's week (5,000 jobs, as the grid's) and returns
-// allot's simulation of it with splitOptions, not yet run.
+// sim generates the row's week as the grid's (5,000 jobs; on hetero.hcl
+// 2,000 jobs of at most 8 GPUs and 40 services, as the heterogeneous rows
+// of the grid and of docs/simulator.md) and returns allot's simulation of
+// it with splitOptions, not yet run.
 func (r gridRow) sim(t *testing.T) *sim {
-	sc, err := GenerateWith(r.spec, workload.Params{Seed: r.seed, Jobs: 5000, Span: Week, Load: r.load})
+	p := workload.Params{Seed: r.seed, Jobs: 5000, Span: Week, Load: r.load}
+	if r.cluster == "hetero.hcl" {
+		p.Jobs, p.MaxGPUs, p.Services = 2000, 8, 40
+	}
+	sc, err := GenerateWith(r.spec, p)
 	must.NoError(t, err)
 	s, err := newSim(sc.Spec, sc.Jobs, Allot, splitOptions(r.seed))
 	must.NoError(t, err)
