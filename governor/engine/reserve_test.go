@@ -116,6 +116,134 @@ func TestPropertyBackfillNeverDelaysReservation(t *testing.T) {
 	must.Positive(t, outside)
 }
 
+// sharedBackfillSnapshot is backfillSnapshot with three tenants of random
+// nominal quotas (together the cluster's GPUs): the head belongs to t, as
+// do half the running jobs (so that t often runs at its nominal quota or
+// beyond, and the head asks past its fair share), and the other jobs
+// each to a random one.
+func sharedBackfillSnapshot(r *rand.Rand) *Snapshot {
+	s := backfillSnapshot(r)
+	gpus := int64(8 * len(s.Nodes))
+	qa := 1 + r.Int63n(gpus-2)
+	qb := 1 + r.Int63n(gpus-qa-1)
+	s.Tenants = map[string]*Tenant{}
+	for _, tn := range []*Tenant{mkTenant("t").Quota("gpu", qa).Build(), mkTenant("u").Quota("gpu", qb).Build(),
+		mkTenant("v").Quota("gpu", gpus-qa-qb).Build()} {
+		s.Tenants[tn.Namespace] = tn
+	}
+	byID := map[string]string{}
+	for _, j := range s.Jobs {
+		switch {
+		case j.ID == "head":
+		case j.State == Admitted && r.Intn(2) == 0:
+			j.Namespace = "t"
+		default:
+			j.Namespace = []string{"t", "u", "v"}[r.Intn(3)]
+		}
+		byID[j.ID] = j.Namespace
+	}
+	for _, a := range s.Allocs {
+		a.Namespace = byID[a.JobID]
+	}
+	return s
+}
+
+// TestPropertyBackfillDelaysOnlyOverShareHeads: with several tenants, a
+// job that outlives a reservation's start on its nodes is there only
+// because admitting the head would take its tenant past its fair share
+// and the job, of another tenant, keeps its own within its fair share;
+// the head still fits at the start beside every other backfilled job.
+func TestPropertyBackfillDelaysOnlyOverShareHeads(t *testing.T) {
+	cases, passed := 0, 0
+	for seed := int64(0); seed < 1500; seed++ {
+		s := sharedBackfillSnapshot(rand.New(rand.NewSource(seed)))
+		cy := newCycle(testConfig(), s)
+		jobs := sortedJobs(s.Jobs)
+		cy.jobs = jobs
+		cy.prepare(jobs)
+		var res *reservation
+		var atMark *capacity
+		type admitted struct {
+			j      *Job
+			takes  []take
+			within bool
+		}
+		var after []admitted
+		var headUse int64 // the head's tenant's GPUs when the head starved
+		cy.onStarve = func(j *Job, r *reservation) {
+			res, atMark, headUse = r, cy.cap.scratch(cy.cap.nodes), cy.accts[j.Namespace].usage["gpu"]
+		}
+		cy.onAdmit = func(j *Job, takes []take) {
+			if res == nil {
+				return
+			}
+			acct := cy.accts[j.Namespace]
+			ent := cy.entitlementOf(acct.cohort)[acct]["gpu"]
+			after = append(after, admitted{j, append([]take(nil), takes...), float64(acct.usage["gpu"]) <= ent+0.5})
+		}
+		cy.admitQueue(cy.queue(jobs))
+		if res == nil || res.Start.IsZero() {
+			continue
+		}
+		cases++
+		at := atMark
+		for _, a := range s.Allocs {
+			if end, ok := cy.allocEnd(a); ok && !end.After(res.Start) {
+				fn := at.byID[a.NodeID]
+				fn.cpu, fn.mem = fn.cpu+a.CPU, fn.mem+a.MemoryMB
+				fn.addDev(0, a.Devices[h200])
+			}
+		}
+		head, delayed := res.head, false
+		// What the head's tenant holds when the head starts: what it held
+		// when the head starved, less its allocations that end by then,
+		// plus the head's GPUs.
+		headAtStart := headUse
+		for _, n := range cy.missing(head) {
+			headAtStart += int64(8 * n) // the head's allocations ask for 8 GPUs each
+		}
+		for _, a := range s.Allocs {
+			if end, ok := cy.allocEnd(a); ok && a.Namespace == head.Namespace && !end.After(res.Start) {
+				headAtStart -= int64(a.Devices[h200])
+			}
+		}
+		headAcct := cy.accts[head.Namespace]
+		headEnt := cy.entitlementOf(headAcct.cohort)[headAcct]["gpu"]
+		for _, ad := range after {
+			if rt := RuntimeOf(ad.j); rt > 0 && !s.Now.Add(rt).After(res.Start) {
+				continue
+			}
+			onReserved := false
+			for _, tk := range ad.takes {
+				onReserved = onReserved || res.nodes[tk.fn.node.ID]
+			}
+			if onReserved {
+				must.NotEq(t, "", res.pastShare, must.Sprintf("seed %d: %s outlives the reservation of a head within its share", seed, ad.j.Key()))
+				must.Greater(t, headEnt+0.5, float64(headAtStart), must.Sprintf("seed %d: the head starts within its tenant's fair share", seed))
+				must.NotEq(t, head.Namespace, ad.j.Namespace, must.Sprintf("seed %d: %s passes its own tenant's head", seed, ad.j.Key()))
+				must.True(t, ad.within, must.Sprintf("seed %d: %s takes its tenant past its fair share", seed, ad.j.Key()))
+				passed++
+				delayed = true
+				continue
+			}
+			for _, tk := range ad.takes {
+				fn := at.byID[tk.fn.node.ID]
+				fn.cpu, fn.mem = fn.cpu-tk.cpu, fn.mem-tk.mem
+				for _, d := range tk.dev {
+					fn.addDev(d.idx, -d.n)
+				}
+			}
+		}
+		if !delayed {
+			fit := at.fit(head, cy.missing(head))
+			must.True(t, fit.ok, must.Sprintf("seed %d: head no longer fits at its reservation's start %v", seed, res.Start))
+		}
+	}
+	t.Logf("%d reservations with a known start; %d jobs passed a head past its fair share", cases, passed)
+	must.Greater(t, 50, cases)
+	must.Positive(t, passed)
+}
+
 // TestReservationStart: the head's reservation starts when enough
 // allocations of known run time have ended, on the nodes they free; a
 // later job that would outlive it and fits only on those nodes waits,
@@ -156,4 +284,56 @@ func TestReservationStart(t *testing.T) {
 	must.Eq(t, []Reservation{{Job: "t/head", Pool: "default", Nodes: []string{"n1"}}}, p.Reservations)
 	must.StrContains(t, p.Verdicts["t/tiny"].Reason, "admitted")
 	must.StrContains(t, p.Verdicts["t/short"].Reason, "its start is unknown")
+}
+
+// overShareScene: three tenants of nominal 8 on three 8-GPU nodes. a
+// runs aGPUs on n2, b 1 on n1 (ending in an hour), c 5 on n3; a's 8-GPU
+// high gang has waited an hour and fits no node: it reserves n1 from
+// b1's end. b's 4-GPU job and a's own 4-GPU job would outlive that start
+// and fit only on n1; c's 2-GPU job fits n2 or n3. a's fair share is 12
+// GPUs (b asks for 5, c for 7).
+func overShareScene(aGPUs int) *scene {
+	sc := threeTenants().run("a", "a2", "standard", "n2", aGPUs, 60).run("b", "b1", "standard", "n1", 1, 60).
+		run("c", "c1", "standard", "n3", 5, 60)
+	sc.jobs[1].MaxRuntime = 2 * time.Hour
+	big := waiting("a", "big", 8, time.Hour, 0)
+	big.Class = "high"
+	return sc.queue(big).queue(waiting("b", "bjob", 4, 30*time.Minute, 3*time.Hour)).
+		queue(waiting("a", "asmall", 4, 30*time.Minute, 3*time.Hour)).queue(waiting("c", "cjob", 2, 30*time.Minute, 3*time.Hour))
+}
+
+// TestReservationOfAnOverShareHead: a starving head whose admission
+// would take its tenant past its fair share (a at its nominal 8: 16 of
+// 12) holds back no job of another tenant that stays within its own: b's
+// job starts on the reserved node, a's own job still waits behind its
+// head. A cohort's starved head (a at 6 of its nominal 8, below
+// HoldShareMax: borrowhold.go) keeps its reservation whole: b's job
+// waits.
+func TestReservationOfAnOverShareHead(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	p := Decide(testConfig(), overShareScene(8).snap())
+	must.Eq(t, []Reservation{{Job: "a/big", Pool: "gpu", Start: now.Add(time.Hour), Nodes: []string{"n1"}}}, p.Reservations)
+	must.Nil(t, p.BorrowHolds)
+	must.Eq(t, Admitted, p.Verdicts["b/bjob"].State, must.Sprint(p.Verdicts["b/bjob"].Reason))
+	must.StrContains(t, checkDetail(p.Verdicts["b/bjob"], "order"),
+		"backfill: tenant b stays within its fair share, and admitting a/big, which holds the reservation, would take tenant a past its own (gpu: would use 16 when it starts, fair share 12.0)")
+	must.Eq(t, Queued, p.Verdicts["a/asmall"].State)
+	must.StrContains(t, p.Verdicts["a/asmall"].Reason, "waiting behind a/big")
+	must.Eq(t, Admitted, p.Verdicts["c/cjob"].State, must.Sprint(p.Verdicts["c/cjob"].Reason))
+	must.Nil(t, victimsOf(p))
+
+	p = Decide(testConfig(), overShareScene(6).snap())
+	must.Eq(t, []Reservation{{Job: "a/big", Pool: "gpu", Start: now.Add(time.Hour), Nodes: []string{"n1"}}}, p.Reservations)
+	must.Eq(t, Queued, p.Verdicts["b/bjob"].State)
+	must.StrContains(t, p.Verdicts["b/bjob"].Reason, "waiting behind a/big")
+}
+
+// checkDetail is the detail of v's check name ("" when v has none).
+func checkDetail(v *Verdict, name string) string {
+	for _, c := range v.Checks {
+		if c.Name == name {
+			return c.Detail
+		}
+	}
+	return ""
 }
