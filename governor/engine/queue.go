@@ -244,7 +244,7 @@ func (cy *cycle) checksOf(e *queueEntry, acct *account) []Check {
 	}
 	var fit fitResult
 	if r := cy.reserved[j.Pool()]; r != nil && r.head != j {
-		order, bf := cy.checkBackfill(j, missing, shape, r, checks[2])
+		order, bf := cy.checkBackfill(j, missing, shape, r)
 		checks = append(checks, order)
 		if !order.OK {
 			return checks
@@ -332,18 +332,11 @@ func (cy *cycle) neverFits(j *Job, missing []int, shape string) *Check {
 
 // markStarving records j as its pool's starving head when it has waited
 // longer than the starvation timeout, with its reservation (reserve.go):
-// later jobs of the pool may then only start beside the reservation, and
-// when admitting j would take its tenant past its fair share, jobs of
-// other tenants within theirs start anyway (passesOverShareHead). A
-// cohort's starved head (borrowhold.go), of a tenant below HoldShareMax
-// of its nominal quota, is made starving before the walk and keeps its
-// reservation whole.
+// later jobs of the pool may then only start beside the reservation.
 func (cy *cycle) markStarving(j *Job, missing []int) {
 	pool := j.Pool()
 	if cy.starving[pool] == nil && cy.s.Now.Sub(j.QueuedAt) > cy.cfg.StarvationTimeout {
-		r := cy.reserveFor(j, missing)
-		r.pastShare = cy.headPastShare(j, missing, r)
-		cy.setStarving(j, r)
+		cy.setStarving(j, cy.reserveFor(j, missing))
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/allot-sh/allot/governor/quota"
 )
 
 // reservation is the capacity a starving queue head holds: the nodes
@@ -24,16 +22,6 @@ type reservation struct {
 	// Nodes are the reserved nodes' IDs, sorted.
 	Nodes []string
 	nodes map[string]bool
-	// ownEnding sums the head's tenant's own allocations in the pool
-	// that end by Start (none when Start is unknown): what that tenant
-	// no longer holds when the head starts.
-	ownEnding quota.Vector
-	// pastShare says how the head, started at Start, would take its
-	// tenant past its fair share of its cohort (headPastShare); "" when it
-	// would not. Such a reservation holds back no job of another tenant
-	// whose admission keeps that tenant within its own fair share
-	// (passesOverShareHead).
-	pastShare string
 }
 
 // Reservation is a starving queue head's reservation as the plan shows
@@ -165,14 +153,6 @@ func (cy *cycle) reserveFor(j *Job, missing []int) *reservation {
 	case k <= known:
 		r.Start = ends[k-1].end
 	}
-	if !r.Start.IsZero() {
-		r.ownEnding = quota.Vector{}
-		for _, e := range ends[:known] {
-			if e.a.Namespace == j.Namespace && !e.end.After(r.Start) {
-				r.ownEnding.Add(allocVector(e.a))
-			}
-		}
-	}
 	for _, tk := range fitsAfter(scratch, cands, j, missing, ends[:k]) {
 		if !r.nodes[tk.fn.node.ID] {
 			r.nodes[tk.fn.node.ID] = true
@@ -250,10 +230,7 @@ func (r *Reservation) EndsWithin(rt time.Duration, now time.Time) bool {
 // r of its pool's starving head: when its run time ends before r starts,
 // or when it fits outside the reserved nodes. It returns the order check
 // and, when j may go on, the fit to use (nil: the usual fit).
-func (cy *cycle) checkBackfill(j *Job, missing []int, shape string, r *reservation, quotaCheck Check) (Check, *fitResult) {
-	if c, ok := cy.passesOverShareHead(j, r, quotaCheck); ok {
-		return c, nil
-	}
+func (cy *cycle) checkBackfill(j *Job, missing []int, shape string, r *reservation) (Check, *fitResult) {
 	rt := cy.cfg.RuntimeOf(j)
 	if (&Reservation{Start: r.Start}).EndsWithin(rt, cy.s.Now) {
 		return Check{Name: "order", OK: true, Detail: fmt.Sprintf("backfill: runs at most %s, ending before %s's reservation starts at %s",
@@ -268,52 +245,6 @@ func (cy *cycle) checkBackfill(j *Job, missing []int, shape string, r *reservati
 		}
 	}
 	return cy.behindReservation(j, r), nil
-}
-
-// passesOverShareHead tells whether job j, whose quota check passed as
-// quotaCheck, starts beside reservation r whatever r protects: when r's
-// head, started at r's start, would take its tenant past its fair share
-// of its cohort (r.pastShare) and admitting j keeps j's tenant, another
-// one, within its own (pastEntitlement, as a borrow hold judges). A
-// reservation keeps a head from starving, not its tenant ahead of the
-// others: on one heterogeneous week of the simulator the heads of a
-// tenant above its fair share held back the jobs of tenants below theirs
-// for half the share error (docs/simulator.md, round 36). The head's own
-// tenant's jobs still wait behind it, so what that tenant runs drains
-// until the head starts within its share.
-func (cy *cycle) passesOverShareHead(j *Job, r *reservation, quotaCheck Check) (Check, bool) {
-	if r.pastShare == "" || j.Namespace == r.head.Namespace || len(quotaCheck.Amounts) == 0 {
-		return Check{}, false
-	}
-	acct := cy.accts[j.Namespace]
-	if acct == nil || pastEntitlement(cy.entitlementOf(acct.cohort)[acct], quotaCheck) != "" {
-		return Check{}, false
-	}
-	return Check{Name: "order", OK: true, Detail: fmt.Sprintf("backfill: tenant %s stays within its fair share, and admitting %s, which holds the reservation, would take tenant %s past its own (%s)",
-		j.Namespace, r.head.Key(), r.head.Namespace, r.pastShare)}, true
-}
-
-// headPastShare tells how head j (its missing allocations), started at
-// its reservation r's start, would take its tenant past its fair share
-// of its cohort (rounded to the nearest unit, as pastEntitlement judges
-// a borrower): what the tenant uses now, less its own allocations that
-// end by then (r.ownEnding), plus the head. "" when it would not.
-func (cy *cycle) headPastShare(j *Job, missing []int, r *reservation) string {
-	acct := cy.accts[j.Namespace]
-	if acct == nil {
-		return ""
-	}
-	ent := cy.entitlementOf(acct.cohort)[acct]
-	req := requestVector(j, missing)
-	for _, res := range req.Keys() {
-		if req[res] <= 0 || !acct.cohort.governed[res] {
-			continue
-		}
-		if at := acct.usage[res] - r.ownEnding[res] + req[res]; float64(at) > ent[res]+0.5 {
-			return fmt.Sprintf("%s: would use %d when it starts, fair share %.1f", res, at, ent[res])
-		}
-	}
-	return ""
 }
 
 func (cy *cycle) behindReservation(j *Job, r *reservation) Check {
