@@ -52,68 +52,78 @@ func backfillSnapshot(r *rand.Rand) *Snapshot {
 	return s
 }
 
+// backfillCounts counts what checkBackfillNeverDelays saw.
+type backfillCounts struct{ cases, short, outside int }
+
+// checkBackfillNeverDelays runs one cycle's admission walk over s and,
+// when a head starved with a known start, checks that the head still
+// fits at the reservation's start once the allocations that end by then
+// are gone and the backfilled jobs that outlive it (none on the reserved
+// nodes) still hold what they took.
+func checkBackfillNeverDelays(t *testing.T, seed int64, s *Snapshot, n *backfillCounts) {
+	t.Helper()
+	cy := newCycle(testConfig(), s)
+	jobs := sortedJobs(s.Jobs)
+	cy.jobs = jobs
+	cy.prepare(jobs)
+	var res *reservation
+	var atMark *capacity
+	type admitted struct {
+		j     *Job
+		takes []take
+	}
+	var after []admitted
+	cy.onStarve = func(j *Job, r *reservation) { res, atMark = r, cy.cap.scratch(cy.cap.nodes) }
+	cy.onAdmit = func(j *Job, takes []take) {
+		if res != nil {
+			after = append(after, admitted{j, append([]take(nil), takes...)})
+		}
+	}
+	cy.admitQueue(cy.queue(jobs))
+	if res == nil || res.Start.IsZero() {
+		return
+	}
+	n.cases++
+	at := atMark
+	for _, a := range s.Allocs {
+		if end, ok := cy.allocEnd(a); ok && !end.After(res.Start) {
+			fn := at.byID[a.NodeID]
+			fn.cpu, fn.mem = fn.cpu+a.CPU, fn.mem+a.MemoryMB
+			fn.addDev(0, a.Devices[h200])
+		}
+	}
+	for _, ad := range after {
+		rt := RuntimeOf(ad.j)
+		if rt > 0 && !s.Now.Add(rt).After(res.Start) {
+			n.short++
+			continue
+		}
+		n.outside++
+		for _, tk := range ad.takes {
+			must.False(t, res.nodes[tk.fn.node.ID], must.Sprintf("seed %d: %s outlives the reservation on reserved node %s", seed, ad.j.Key(), tk.fn.node.ID))
+			fn := at.byID[tk.fn.node.ID]
+			fn.cpu, fn.mem = fn.cpu-tk.cpu, fn.mem-tk.mem
+			for _, d := range tk.dev {
+				fn.addDev(d.idx, -d.n)
+			}
+		}
+	}
+	must.True(t, at.fit(res.head, cy.missing(res.head)).ok, must.Sprintf("seed %d: head no longer fits at its reservation's start %v", seed, res.Start))
+}
+
 // TestPropertyBackfillNeverDelaysReservation: whatever later jobs a
 // cycle admits beside a starving head's reservation, the head still fits
 // at the reservation's start once the allocations that end by then are
 // gone and the backfilled jobs that outlive it still hold what they took.
 func TestPropertyBackfillNeverDelaysReservation(t *testing.T) {
-	cases, short, outside := 0, 0, 0
+	var n backfillCounts
 	for seed := int64(0); seed < 400; seed++ {
-		s := backfillSnapshot(rand.New(rand.NewSource(seed)))
-		cy := newCycle(testConfig(), s)
-		jobs := sortedJobs(s.Jobs)
-		cy.jobs = jobs
-		cy.prepare(jobs)
-		var res *reservation
-		var atMark *capacity
-		type admitted struct {
-			j     *Job
-			takes []take
-		}
-		var after []admitted
-		cy.onStarve = func(j *Job, r *reservation) { res, atMark = r, cy.cap.scratch(cy.cap.nodes) }
-		cy.onAdmit = func(j *Job, takes []take) {
-			if res != nil {
-				after = append(after, admitted{j, append([]take(nil), takes...)})
-			}
-		}
-		cy.admitQueue(cy.queue(jobs))
-		if res == nil || res.Start.IsZero() {
-			continue
-		}
-		cases++
-		at := atMark
-		for _, a := range s.Allocs {
-			if end, ok := cy.allocEnd(a); ok && !end.After(res.Start) {
-				fn := at.byID[a.NodeID]
-				fn.cpu, fn.mem = fn.cpu+a.CPU, fn.mem+a.MemoryMB
-				fn.addDev(0, a.Devices[h200])
-			}
-		}
-		for _, ad := range after {
-			rt := RuntimeOf(ad.j)
-			if rt > 0 && !s.Now.Add(rt).After(res.Start) {
-				short++
-				continue
-			}
-			outside++
-			for _, tk := range ad.takes {
-				must.False(t, res.nodes[tk.fn.node.ID], must.Sprintf("seed %d: %s outlives the reservation on reserved node %s", seed, ad.j.ID, tk.fn.node.ID))
-				fn := at.byID[tk.fn.node.ID]
-				fn.cpu, fn.mem = fn.cpu-tk.cpu, fn.mem-tk.mem
-				for _, d := range tk.dev {
-					fn.addDev(d.idx, -d.n)
-				}
-			}
-		}
-		head := res.head
-		fit := at.fit(head, cy.missing(head))
-		must.True(t, fit.ok, must.Sprintf("seed %d: head no longer fits at its reservation's start %v", seed, res.Start))
+		checkBackfillNeverDelays(t, seed, backfillSnapshot(rand.New(rand.NewSource(seed))), &n)
 	}
-	t.Logf("%d reservations with a known start; %d jobs backfilled ending before it, %d outside its nodes", cases, short, outside)
-	must.Greater(t, 50, cases)
-	must.Positive(t, short)
-	must.Positive(t, outside)
+	t.Logf("%d reservations with a known start; %d jobs backfilled ending before it, %d outside its nodes", n.cases, n.short, n.outside)
+	must.Greater(t, 50, n.cases)
+	must.Positive(t, n.short)
+	must.Positive(t, n.outside)
 }
 
 // sharedBackfillSnapshot is backfillSnapshot with three tenants of random
@@ -147,57 +157,20 @@ func sharedBackfillSnapshot(r *rand.Rand) *Snapshot {
 	return s
 }
 
-// TestPropertyBackfillNeverDelaysReservationOfSharedPool: with several
-// tenants sharing the pool (quota checks, cohort starved heads, fair
-// shares in play), no job admitted beside a reservation outlives its
-// start on the reserved nodes, and the head still fits at its start.
-// (Round 36 measured letting jobs of tenants within their fair share
-// pass the head of a tenant past its own, and did not keep it:
-// docs/simulator.md.)
+// TestPropertyBackfillNeverDelaysReservationOfSharedPool: the same with
+// several tenants sharing the pool (quota checks, cohort starved heads,
+// fair shares in play). (Round 36 measured letting jobs of tenants within
+// their fair share pass the head of a tenant past its own, and did not
+// keep it: docs/simulator.md.)
 func TestPropertyBackfillNeverDelaysReservationOfSharedPool(t *testing.T) {
-	cases := 0
+	var n backfillCounts
 	for seed := int64(0); seed < 600; seed++ {
-		s := sharedBackfillSnapshot(rand.New(rand.NewSource(seed)))
-		cy := newCycle(testConfig(), s)
-		jobs := sortedJobs(s.Jobs)
-		cy.jobs = jobs
-		cy.prepare(jobs)
-		var res *reservation
-		var atMark *capacity
-		var after [][]take
-		cy.onStarve = func(j *Job, r *reservation) { res, atMark = r, cy.cap.scratch(cy.cap.nodes) }
-		cy.onAdmit = func(j *Job, takes []take) {
-			if res != nil && !(RuntimeOf(j) > 0 && !s.Now.Add(RuntimeOf(j)).After(res.Start)) {
-				after = append(after, append([]take(nil), takes...))
-			}
-		}
-		cy.admitQueue(cy.queue(jobs))
-		if res == nil || res.Start.IsZero() {
-			continue
-		}
-		cases++
-		at := atMark
-		for _, a := range s.Allocs {
-			if end, ok := cy.allocEnd(a); ok && !end.After(res.Start) {
-				fn := at.byID[a.NodeID]
-				fn.cpu, fn.mem = fn.cpu+a.CPU, fn.mem+a.MemoryMB
-				fn.addDev(0, a.Devices[h200])
-			}
-		}
-		for _, takes := range after {
-			for _, tk := range takes {
-				must.False(t, res.nodes[tk.fn.node.ID], must.Sprintf("seed %d: a job outlives the reservation on reserved node %s", seed, tk.fn.node.ID))
-				fn := at.byID[tk.fn.node.ID]
-				fn.cpu, fn.mem = fn.cpu-tk.cpu, fn.mem-tk.mem
-				for _, d := range tk.dev {
-					fn.addDev(d.idx, -d.n)
-				}
-			}
-		}
-		must.True(t, at.fit(res.head, cy.missing(res.head)).ok, must.Sprintf("seed %d: head no longer fits at its reservation's start %v", seed, res.Start))
+		checkBackfillNeverDelays(t, seed, sharedBackfillSnapshot(rand.New(rand.NewSource(seed))), &n)
 	}
-	t.Logf("%d reservations with a known start", cases)
-	must.Greater(t, 100, cases)
+	t.Logf("%d reservations with a known start; %d jobs backfilled ending before it, %d outside its nodes", n.cases, n.short, n.outside)
+	must.Greater(t, 100, n.cases)
+	must.Positive(t, n.short)
+	must.Positive(t, n.outside)
 }
 
 // TestReservationStart: the head's reservation starts when enough
