@@ -116,12 +116,21 @@ func checkBackfillNeverDelays(t *testing.T, seed int64, s *Snapshot, n *backfill
 // at the reservation's start once the allocations that end by then are
 // gone and the backfilled jobs that outlive it still hold what they took.
 func TestPropertyBackfillNeverDelaysReservation(t *testing.T) {
+	checkBackfillProperty(t, 400, 50, backfillSnapshot)
+}
+
+// checkBackfillProperty runs checkBackfillNeverDelays on seeds random
+// clusters built by build and asserts that more than minCases of them
+// starved a head with a known start and that jobs were backfilled both
+// ways (ending before it, outside its nodes): the property was exercised.
+func checkBackfillProperty(t *testing.T, seeds int64, minCases int, build func(*rand.Rand) *Snapshot) {
+	t.Helper()
 	var n backfillCounts
-	for seed := int64(0); seed < 400; seed++ {
-		checkBackfillNeverDelays(t, seed, backfillSnapshot(rand.New(rand.NewSource(seed))), &n)
+	for seed := int64(0); seed < seeds; seed++ {
+		checkBackfillNeverDelays(t, seed, build(rand.New(rand.NewSource(seed))), &n)
 	}
 	t.Logf("%d reservations with a known start; %d jobs backfilled ending before it, %d outside its nodes", n.cases, n.short, n.outside)
-	must.Greater(t, 50, n.cases)
+	must.Greater(t, minCases, n.cases)
 	must.Positive(t, n.short)
 	must.Positive(t, n.outside)
 }
@@ -163,14 +172,7 @@ func sharedBackfillSnapshot(r *rand.Rand) *Snapshot {
 // their fair share pass the head of a tenant past its own, and did not
 // keep it: docs/simulator.md.)
 func TestPropertyBackfillNeverDelaysReservationOfSharedPool(t *testing.T) {
-	var n backfillCounts
-	for seed := int64(0); seed < 600; seed++ {
-		checkBackfillNeverDelays(t, seed, sharedBackfillSnapshot(rand.New(rand.NewSource(seed))), &n)
-	}
-	t.Logf("%d reservations with a known start; %d jobs backfilled ending before it, %d outside its nodes", n.cases, n.short, n.outside)
-	must.Greater(t, 100, n.cases)
-	must.Positive(t, n.short)
-	must.Positive(t, n.outside)
+	checkBackfillProperty(t, 600, 100, sharedBackfillSnapshot)
 }
 
 // TestReservationStart: the head's reservation starts when enough
