@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/allot-sh/allot/governor/sim/fleet"
-	"github.com/allot-sh/allot/governor/sim/workload"
 	"github.com/shoenig/test/must"
 )
 
@@ -74,14 +73,13 @@ func simgridRows(t *testing.T) []gridRow {
 	return out
 }
 
-// sim generates the row's week as the grid's (5,000 jobs; on hetero.hcl
-// 2,000 jobs of at most 8 GPUs and 40 services, as the heterogeneous rows
-// of the grid and of docs/simulator.md) and returns allot's simulation of
-// it with splitOptions, not yet run.
+// sim generates the row's week as the grid's (StandardWeek; HeteroWeek on
+// hetero.hcl) and returns allot's simulation of it with splitOptions, not
+// yet run.
 func (r gridRow) sim(t *testing.T) *sim {
-	p := workload.Params{Seed: r.seed, Jobs: 5000, Span: Week, Load: r.load}
+	p := StandardWeek(r.seed, r.load)
 	if r.cluster == "hetero.hcl" {
-		p.Jobs, p.MaxGPUs, p.Services = 2000, 8, 40
+		p = HeteroWeek(r.seed, r.load)
 	}
 	sc, err := GenerateWith(r.spec, p)
 	must.NoError(t, err)

@@ -25,6 +25,22 @@ func Generate(spec *fleet.Spec, seed int64, jobs int, span time.Duration, load f
 	return GenerateWith(spec, workload.Params{Seed: seed, Jobs: jobs, Span: span, Load: load})
 }
 
+// StandardWeek is the workload of a standard row of the measurement grid
+// and docs/simulator.md (allotctl sim run's defaults): 5,000 jobs over a
+// week at offered load load.
+func StandardWeek(seed int64, load float64) workload.Params {
+	return workload.Params{Seed: seed, Jobs: 5000, Span: Week, Load: load}
+}
+
+// HeteroWeek is the workload of a heterogeneous row (scenarios/hetero.hcl;
+// allotctl sim run -max-gpus 8 -services 40 -jobs 2000): 2,000 jobs of at
+// most 8 GPUs over a week beside 40 long-running 1-GPU services.
+func HeteroWeek(seed int64, load float64) workload.Params {
+	p := StandardWeek(seed, load)
+	p.Jobs, p.MaxGPUs, p.Services = 2000, 8, 40
+	return p
+}
+
 // GenerateWith is Generate with every generator parameter (MaxGPUs,
 // Services, …); the tenants and the capacity come from spec.
 func GenerateWith(spec *fleet.Spec, p workload.Params) (*Scenario, error) {

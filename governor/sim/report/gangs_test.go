@@ -35,7 +35,7 @@ func TestGangs(t *testing.T) {
 	must.NoError(t, err)
 	for _, load := range []float64{1.2, 1.5, 2.0} {
 		const seed = 2
-		sc, err := sim.GenerateWith(spec, workload.Params{Seed: seed, Jobs: 5000, Span: sim.Week, Load: load})
+		sc, err := sim.GenerateWith(spec, sim.StandardWeek(seed, load))
 		must.NoError(t, err)
 		opts := sim.DefaultOptions()
 		opts.Seed = seed

@@ -14,7 +14,6 @@ import (
 
 	"github.com/allot-sh/allot/governor/sim"
 	"github.com/allot-sh/allot/governor/sim/fleet"
-	"github.com/allot-sh/allot/governor/sim/workload"
 )
 
 // gridCase is one row of the issue-14 measurement grid.
@@ -83,10 +82,10 @@ func TestGrid(t *testing.T) {
 	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|---|")
 	for _, c := range gridCases() {
 		file, name := "../scenarios/standard.hcl", "standard"
-		p := workload.Params{Seed: c.seed, Jobs: 5000, Span: sim.Week, Load: c.load}
+		p := sim.StandardWeek(c.seed, c.load)
 		if c.hetero {
 			file, name = "../scenarios/hetero.hcl", "heterogeneous"
-			p.Jobs, p.MaxGPUs, p.Services = 2000, 8, 40
+			p = sim.HeteroWeek(c.seed, c.load)
 		}
 		spec, err := fleet.Load(file)
 		must.NoError(t, err)

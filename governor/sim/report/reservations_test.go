@@ -15,7 +15,6 @@ import (
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim"
 	"github.com/allot-sh/allot/governor/sim/fleet"
-	"github.com/allot-sh/allot/governor/sim/workload"
 )
 
 // TestReservations measures why the lowest tenant's multi-node gangs
@@ -43,7 +42,7 @@ func TestReservations(t *testing.T) {
 		if only := os.Getenv("SIMGRID_ROW"); only != "" && only != fmt.Sprintf("%.1f:%d", c.load, c.seed) {
 			continue
 		}
-		sc, err := sim.GenerateWith(spec, workload.Params{Seed: c.seed, Jobs: 5000, Span: sim.Week, Load: c.load})
+		sc, err := sim.GenerateWith(spec, sim.StandardWeek(c.seed, c.load))
 		must.NoError(t, err)
 		opts := sim.DefaultOptions()
 		opts.Seed = c.seed

@@ -10,7 +10,6 @@ import (
 
 	"github.com/allot-sh/allot/governor/sim"
 	"github.com/allot-sh/allot/governor/sim/fleet"
-	"github.com/allot-sh/allot/governor/sim/workload"
 )
 
 // stdRow is one row of the standard scenario: its generated week.
@@ -40,7 +39,7 @@ func standardRows(t *testing.T, def string) []stdRow {
 	must.NoError(t, err, must.Sprint("SIMGRID_ROWS"))
 	out := make([]stdRow, 0, len(pairs))
 	for _, p := range pairs {
-		sc, err := sim.GenerateWith(spec, workload.Params{Seed: p.Seed, Jobs: 5000, Span: sim.Week, Load: p.Load})
+		sc, err := sim.GenerateWith(spec, sim.StandardWeek(p.Seed, p.Load))
 		must.NoError(t, err)
 		out = append(out, stdRow{load: p.Load, seed: p.Seed, sc: sc})
 	}
