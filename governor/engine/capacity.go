@@ -410,6 +410,20 @@ func shapeKey(j *Job, missing []int) string {
 	return string(appendShape(make([]byte, 0, 128), j, missing))
 }
 
+// shapeOf is shapeKey, built in the cycle's buffer and interned: the
+// jobs of a queue share a few shapes, so a walk allocates a key per
+// shape, not per job.
+func (cy *cycle) shapeOf(j *Job, missing []int) string {
+	b := appendShape(cy.keyBuf[:0], j, missing)
+	cy.keyBuf = b
+	if k, ok := cy.shapes[string(b)]; ok {
+		return k
+	}
+	k := string(b)
+	cy.shapes[k] = k
+	return k
+}
+
 // appendShape appends the shape key of j to b. A system job's fit also
 // depends on where its allocations already run: its key names the job.
 func appendShape(b []byte, j *Job, missing []int) []byte {

@@ -30,9 +30,11 @@ type cycle struct {
 	cluster quota.Vector
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
-	memo      map[string]*memoEntry
-	// keyBuf is where memo keys are built for lookups.
+	memo      map[memoKey]*memoEntry
+	// keyBuf is where memo and shape keys are built for lookups; shapes
+	// interns shape keys (shapeOf).
 	keyBuf []byte
+	shapes map[string]string
 	// last is what the latest successful checks reserved.
 	last admission
 	// jobs are the snapshot's jobs by namespace and ID.
@@ -48,8 +50,10 @@ type cycle struct {
 	// never memoises, by shape key, the failing check of shapes that fit
 	// no node of their pool even empty (nil: they could fit).
 	never map[string]*Check
-	// ints is a slab the per-job counts of a cycle are cut from.
-	ints []int
+	// ints is a slab the per-job counts of a cycle are cut from;
+	// verdicts one the verdicts are.
+	ints     []int
+	verdicts []Verdict
 	// unpins are the pinned admitted jobs blocked in Nomad (pin.go).
 	unpins []*Job
 	// onAdmit and onStarve, when set (tests), see every admission with
@@ -96,11 +100,12 @@ func newCycle(cfg Config, s *Snapshot) *cycle {
 		byJob:    make(map[jobID][]*Alloc, len(s.Allocs)),
 		starving: map[string]*Job{},
 		reserved: map[string]*reservation{},
-		memo:     map[string]*memoEntry{},
+		memo:     map[memoKey]*memoEntry{},
 		pre:      newPreemptState(),
 		replaced: map[string]bool{},
 		held:     map[string]bool{},
 		never:    map[string]*Check{},
+		shapes:   map[string]string{},
 	}
 	cy.cap.placedOn = cy.placedOn
 	for _, a := range s.Allocs {
@@ -325,9 +330,22 @@ func (cy *cycle) verdict(j *Job) *Verdict {
 func (cy *cycle) verdictKeyed(j *Job, key string) *Verdict {
 	v := cy.plan.Verdicts[key]
 	if v == nil {
-		v = &Verdict{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j), State: j.State, QueuedAt: j.QueuedAt}
+		v = cy.newVerdict()
+		*v = Verdict{Namespace: j.Namespace, JobID: j.ID, Class: cy.className(j), State: j.State, QueuedAt: j.QueuedAt}
 		cy.plan.Verdicts[key] = v
 	}
+	return v
+}
+
+// newVerdict returns a zero verdict cut from the cycle's slab: a plan
+// holds a verdict per governed job, and one allocation per 1024 of them
+// keeps queue walks cheap (as counts does for per-job counts).
+func (cy *cycle) newVerdict() *Verdict {
+	if len(cy.verdicts) == 0 {
+		cy.verdicts = make([]Verdict, 1024)
+	}
+	v := &cy.verdicts[0]
+	cy.verdicts = cy.verdicts[1:]
 	return v
 }
 

@@ -22,12 +22,20 @@ type fairWalk struct {
 	// members of cohorts whose usage changed only, so a step that
 	// admitted nothing costs one look per cohort, not per tenant.
 	seen    map[*account]uint64
-	cohorts map[*cohort]uint64
+	cohorts []cohortSeen
 	// heap orders the current tier's tenant queues that still hold jobs
 	// (before); byAcct finds an account's queue in it when its share
 	// changes.
 	heap   tenantHeap
 	byAcct map[*account]*tenantQueue
+}
+
+// cohortSeen is a cohort's usage version at the walk's last refresh (a
+// slice of them: refresh looks at each after every step, and ranging over
+// a map cost more than the rest of the step).
+type cohortSeen struct {
+	co  *cohort
+	ver uint64
 }
 
 // tenantQueue is one tenant's jobs of a tier, in queue order.
@@ -42,7 +50,7 @@ type tenantQueue struct {
 // newFairWalk splits the statically ordered queue q into tiers and, per
 // tier, tenant queues that keep q's order.
 func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
-	w := &fairWalk{cy: cy, cluster: cy.clusterVector(), seen: map[*account]uint64{}, cohorts: map[*cohort]uint64{}}
+	w := &fairWalk{cy: cy, cluster: cy.clusterVector(), seen: map[*account]uint64{}}
 	var byNS map[string]*tenantQueue
 	for i := range q {
 		e := &q[i]
@@ -58,9 +66,13 @@ func (cy *cycle) newFairWalk(q byQueue) *fairWalk {
 		}
 		tq.jobs = append(tq.jobs, &q[i])
 	}
+	cohorts := map[*cohort]bool{}
 	for a := range cy.accountsSet() {
 		w.seen[a] = a.version
-		w.cohorts[a.cohort] = a.cohort.version
+		if !cohorts[a.cohort] {
+			cohorts[a.cohort] = true
+			w.cohorts = append(w.cohorts, cohortSeen{a.cohort, a.cohort.version})
+		}
 	}
 	if len(w.tiers) > 0 {
 		// The first tier; next starts each later one as the one before
@@ -152,11 +164,12 @@ func (w *fairWalk) share(tq *tenantQueue) float64 {
 
 // refresh recomputes the shares of accounts whose usage changed.
 func (w *fairWalk) refresh() {
-	for co, ver := range w.cohorts {
-		if co.version == ver {
+	for i := range w.cohorts {
+		co := w.cohorts[i].co
+		if co.version == w.cohorts[i].ver {
 			continue
 		}
-		w.cohorts[co] = co.version
+		w.cohorts[i].ver = co.version
 		for _, a := range co.members {
 			if ver, ok := w.seen[a]; ok && a.version != ver {
 				a.computeShare(w.cluster)

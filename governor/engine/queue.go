@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/allot-sh/allot/governor/quota"
 )
@@ -99,7 +100,7 @@ func (cy *cycle) admitQueue(entries byQueue) {
 	for i := range entries {
 		e := &entries[i]
 		e.missing = cy.missing(e.j)
-		e.shape = shapeKey(e.j, e.missing)
+		e.shape = cy.shapeOf(e.j, e.missing)
 	}
 	cy.findBorrowHolds(entries)
 	walk := cy.newFairWalk(entries)
@@ -143,6 +144,14 @@ func (cy *cycle) admitOne(e *queueEntry, acct *account, v *Verdict) bool {
 	return false
 }
 
+// memoKey names what a failed admission's outcome depends on besides the
+// usage versions memoEntry records: the tenant, the job's shape key and
+// its run time.
+type memoKey struct {
+	ns, shape string
+	runtime   time.Duration
+}
+
 // memoEntry is the outcome of a failed admission for one job shape of one
 // tenant, valid while neither the tenant's nor its cohort's usage nor the
 // starving heads change (capacity only shrinks, so a failed fit stays
@@ -154,9 +163,10 @@ type memoEntry struct {
 	cohort bool
 	checks []Check
 	reason string
-	// byClass holds checks with another class's check in front, by that
-	// check's detail: jobs of one shape and several classes share them.
-	byClass map[string][]Check
+	// byClass holds checks with another class's check in front: jobs of
+	// one shape and several classes share them. A cycle knows a handful
+	// of classes, so a scan beats a map.
+	byClass [][]Check
 }
 
 // withClass returns the memoised checks with class in front.
@@ -164,14 +174,13 @@ func (m *memoEntry) withClass(class Check) []Check {
 	if m.checks[0].Detail == class.Detail {
 		return m.checks
 	}
-	if c, ok := m.byClass[class.Detail]; ok {
-		return c
+	for _, c := range m.byClass {
+		if c[0].Detail == class.Detail {
+			return c
+		}
 	}
 	c := append([]Check{class}, m.checks[1:]...)
-	if m.byClass == nil {
-		m.byClass = map[string][]Check{}
-	}
-	m.byClass[class.Detail] = c
+	m.byClass = append(m.byClass, c)
 	return c
 }
 
@@ -188,16 +197,10 @@ func (cy *cycle) memoChecks(e *queueEntry, acct *account) ([]Check, string, bool
 		return []Check{class, c}, c.Name + ": " + c.Detail, false
 	}
 	// The other checks do not depend on the class: jobs of one tenant and
-	// shape share their outcome whatever their class. The key is built in
-	// the cycle's buffer: a lookup allocates nothing.
-	// Taken from the cycle while in use, so a nested use cannot overwrite it.
-	b := append(append(cy.keyBuf[:0], j.Namespace...), 0)
-	cy.keyBuf = nil
-	defer func() { cy.keyBuf = b }()
-	b = append(b, e.shape...)
-	// Behind a reservation the outcome depends on the run time too.
-	b = strconv.AppendInt(append(b, "|rt"...), int64(cy.cfg.RuntimeOf(j)), 10)
-	if m, ok := cy.memo[string(b)]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
+	// shape share their outcome whatever their class. Behind a
+	// reservation the outcome depends on the run time too.
+	key := memoKey{ns: j.Namespace, shape: e.shape, runtime: cy.cfg.RuntimeOf(j)}
+	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		return m.withClass(class), m.reason, false
 	}
@@ -207,7 +210,7 @@ func (cy *cycle) memoChecks(e *queueEntry, acct *account) ([]Check, string, bool
 		return checks, "", true
 	}
 	reason := failed.Name + ": " + failed.Text()
-	cy.memo[string(b)] = &memoEntry{acctVer: acct.version, cohortVer: acct.cohort.version, starveVer: cy.starveVer,
+	cy.memo[key] = &memoEntry{acctVer: acct.version, cohortVer: acct.cohort.version, starveVer: cy.starveVer,
 		cohort: borrows(checks), checks: checks, reason: reason}
 	return checks, reason, false
 }
