@@ -339,10 +339,12 @@ func (cy *cycle) verdictKeyed(j *Job, key string) *Verdict {
 
 // newVerdict returns a zero verdict cut from the cycle's slab: a plan
 // holds a verdict per governed job, and one allocation per 1024 of them
-// keeps queue walks cheap (as counts does for per-job counts).
+// keeps queue walks cheap (as counts does for per-job counts). A small
+// snapshot's slab holds no more verdicts than it has jobs (and one for a
+// submission the proxy judges).
 func (cy *cycle) newVerdict() *Verdict {
 	if len(cy.verdicts) == 0 {
-		cy.verdicts = make([]Verdict, 1024)
+		cy.verdicts = make([]Verdict, minInt(1024, len(cy.s.Jobs)+1))
 	}
 	v := &cy.verdicts[0]
 	cy.verdicts = cy.verdicts[1:]
