@@ -73,7 +73,7 @@ func (cy *cycle) findBorrowHolds(q []queueEntry) {
 	// none holds the tenant and shape of jobs found not to be
 	// starved heads: nothing this loop reads changes while it runs, so a
 	// backlog of like jobs is judged once per shape, not once per job.
-	none := map[string]bool{}
+	none := map[tenantShape]bool{}
 	for i := range q {
 		j := q[i].j
 		acct := cy.accts[j.Namespace]
@@ -129,7 +129,7 @@ type starvedHead struct {
 // (stopped, system, a bad run time, backing off) and its class, the
 // answer depends only on its tenant and shape: a nil one is kept in none
 // under them.
-func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]bool) *starvedHead {
+func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[tenantShape]bool) *starvedHead {
 	j := e.j
 	if j.StoppedByUser || j.System || j.MaxRuntimeErr != "" {
 		return nil
@@ -141,16 +141,13 @@ func (cy *cycle) starvedHeadOf(e *queueEntry, acct *account, none map[string]boo
 		return nil
 	}
 	// Past the class, the answer depends on the tenant and shape only.
-	b := append(append(cy.keyBuf[:0], j.Namespace...), 0)
-	cy.keyBuf = nil
-	defer func() { cy.keyBuf = b }()
-	b = append(b, e.shape...)
-	if none[string(b)] {
+	key := tenantShape{ns: j.Namespace, shape: e.shape}
+	if none[key] {
 		return nil
 	}
 	h := cy.starvedShape(e, acct)
 	if h == nil {
-		none[string(b)] = true
+		none[key] = true
 	}
 	return h
 }

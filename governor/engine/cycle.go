@@ -31,8 +31,8 @@ type cycle struct {
 	// starveVer counts changes of starving; memo holds failed checks.
 	starveVer uint64
 	memo      map[memoKey]*memoEntry
-	// keyBuf is where memo and shape keys are built for lookups; shapes
-	// interns shape keys (shapeOf).
+	// keyBuf is where shape keys are built for lookups; shapes interns
+	// them (shapeOf).
 	keyBuf []byte
 	shapes map[string]string
 	// last is what the latest successful checks reserved.

@@ -144,12 +144,16 @@ func (cy *cycle) admitOne(e *queueEntry, acct *account, v *Verdict) bool {
 	return false
 }
 
+// tenantShape names a tenant's jobs of one shape (the entry's shape key):
+// what a cycle judges once for all of them.
+type tenantShape struct{ ns, shape string }
+
 // memoKey names what a failed admission's outcome depends on besides the
 // usage versions memoEntry records: the tenant, the job's shape key and
 // its run time.
 type memoKey struct {
-	ns, shape string
-	runtime   time.Duration
+	tenantShape
+	runtime time.Duration
 }
 
 // memoEntry is the outcome of a failed admission for one job shape of one
@@ -199,7 +203,7 @@ func (cy *cycle) memoChecks(e *queueEntry, acct *account) ([]Check, string, bool
 	// The other checks do not depend on the class: jobs of one tenant and
 	// shape share their outcome whatever their class. Behind a
 	// reservation the outcome depends on the run time too.
-	key := memoKey{ns: j.Namespace, shape: e.shape, runtime: cy.cfg.RuntimeOf(j)}
+	key := memoKey{tenantShape{j.Namespace, e.shape}, cy.cfg.RuntimeOf(j)}
 	if m, ok := cy.memo[key]; ok && m.acctVer == acct.version && m.starveVer == cy.starveVer &&
 		(!m.cohort || m.cohortVer == acct.cohort.version) {
 		return m.withClass(class), m.reason, false
