@@ -58,9 +58,9 @@ type Config struct {
 	FairShareClasses string
 	// FairShareRule is the rule a fairness preemption between borrowers
 	// follows: FairRuleAuto (default: the entitlement rule, of any
-	// class, for victims that save a checkpoint when stopped, the gap
-	// rule for the others), FairRuleGap or FairRuleEntitlement
-	// (engine.Config.FairShareRule).
+	// class, for victims that save a checkpoint when stopped or would
+	// lose at most 5 minutes of work, the gap rule for the others),
+	// FairRuleGap or FairRuleEntitlement (engine.Config.FairShareRule).
 	FairShareRule string
 	// QueueOrder orders the queue across tenants: QueueOrderClass
 	// (default; class priority, then the tenants' shares) or
@@ -92,10 +92,12 @@ type Config struct {
 	// onto (docs/governor.md, "Placement"); PlacementNomad leaves
 	// placement to Nomad's scheduler.
 	Placement string
-	// Reclaim is which borrowers a reclaim may take: ReclaimAny (default)
-	// any, those with fresh checkpoints first; ReclaimCheckpointed only
-	// those that lose at most 30 minutes of work, until the claim has
-	// waited engine.ReclaimMaxWait (engine.Config.Reclaim;
+	// Reclaim is which borrowers a reclaim may take:
+	// ReclaimCheckpointed (default) only those that save a checkpoint
+	// when stopped or lose at most 30 minutes of work, until the claim
+	// has waited engine.ReclaimMaxWait; ReclaimAny any, those with fresh
+	// checkpoints first (the default when ReclaimMaxLoss alone is set in
+	// the file: the bound is ReclaimAny's) (engine.Config.Reclaim;
 	// docs/governor.md, "Reclaim").
 	Reclaim string
 	// ReclaimMaxLoss bounds the device time one borrower's stop may throw
@@ -244,7 +246,7 @@ func Default() Config {
 		BackoffCap:        10 * time.Minute,
 		SystemJobs:        SystemJobsRefuse,
 		Placement:         PlacementPack,
-		Reclaim:           ReclaimAny,
+		Reclaim:           ReclaimCheckpointed,
 		CycleInterval:     5 * time.Second,
 		ResyncBackoffMax:  30 * time.Second,
 		HTTP:              defaultHTTP(),
@@ -331,10 +333,10 @@ func (c *Config) Validate() error {
 		checkMode("placement", c.Placement, mode{PlacementPack, "pin admissions to the nodes the governor packed them onto"},
 			mode{PlacementNomad, "leave placement to Nomad"}),
 		checkMode("reclaim", c.Reclaim, mode{ReclaimAny, "a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first"},
-			mode{ReclaimCheckpointed, "only from borrowers that lose at most 30 minutes of work, any after 72h of waiting"}),
+			mode{ReclaimCheckpointed, "only from borrowers that save on stop or lose at most 30 minutes of work, any after 72h of waiting"}),
 		checkMode("fair_share_classes", c.FairShareClasses, mode{FairClassesNotAbove, "a fair-share preemption takes jobs of a class no higher than the preemptor's"},
 			mode{FairClassesAny, "of any preemptible class"}),
-		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleAuto, "the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver); the gap rule and fair_share_classes for the others"},
+		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleAuto, "the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver) or would lose at most 5 minutes of work; the gap rule and fair_share_classes for the others"},
 			mode{FairRuleGap, "a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's"},
 			mode{FairRuleEntitlement, "capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares"}),
 		checkMode("queue_order", c.QueueOrder, mode{QueueOrderClass, "class priority first, then the tenants' weighted shares"},

@@ -130,6 +130,9 @@ func (c *Config) applyFile(f *fileConfig) []error {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
+	if f.Reclaim == nil && c.ReclaimMaxLoss > 0 {
+		c.Reclaim = ReclaimAny // the bound is reclaim = "any"'s, not the default's
+	}
 	if n := f.Nomad; n != nil {
 		setStr(&c.Nomad.Address, n.Address)
 		setStr(&c.Nomad.Token, n.Token)

@@ -58,16 +58,20 @@ func TestRequeueRest(t *testing.T) {
 	}, func(c Config) time.Duration { return c.RequeueRest }, func(ec engine.Config) time.Duration { return ec.RequeueRest })
 }
 
-// TestReclaim: reclaim reaches the engine, takes any borrower by default,
-// and is one of the two modes; anything else is refused with both named.
+// TestReclaim: reclaim reaches the engine, is "checkpointed" by default
+// (or "any" when a reclaim_max_loss bound alone is set: the bound is
+// "any"'s), and is one of the two modes; anything else is refused with
+// both named.
 func TestReclaim(t *testing.T) {
 	checkSetting(t, map[string]settingCase[string]{
-		"any by default":     {file: ``, want: engine.ReclaimAny},
-		"any":                {file: `reclaim = "any"`, want: engine.ReclaimAny},
-		"checkpointed":       {file: `reclaim = "checkpointed"`, want: engine.ReclaimCheckpointed},
-		"another value":      {file: `reclaim = "never"`, wantErr: `reclaim "never": must be "any" (`},
-		"letter case counts": {file: `reclaim = "Checkpointed"`, wantErr: `or "checkpointed" (only from borrowers`},
-		"not a string":       {file: `reclaim = true`, wantErr: `reclaim "true"`},
+		"checkpointed by default":     {file: ``, want: engine.ReclaimCheckpointed},
+		"any":                         {file: `reclaim = "any"`, want: engine.ReclaimAny},
+		"checkpointed":                {file: `reclaim = "checkpointed"`, want: engine.ReclaimCheckpointed},
+		"a bound alone means any":     {file: `reclaim_max_loss = "24h"`, want: engine.ReclaimAny},
+		"no bound alone, the default": {file: `reclaim_max_loss = "0s"`, want: engine.ReclaimCheckpointed},
+		"another value":               {file: `reclaim = "never"`, wantErr: `reclaim "never": must be "any" (`},
+		"letter case counts":          {file: `reclaim = "Checkpointed"`, wantErr: `or "checkpointed" (only from borrowers`},
+		"not a string":                {file: `reclaim = true`, wantErr: `reclaim "true"`},
 	}, func(c Config) string { return c.Reclaim }, func(ec engine.Config) string { return ec.Reclaim })
 }
 
@@ -77,6 +81,7 @@ func TestReclaimMaxLoss(t *testing.T) {
 	checkSetting(t, map[string]settingCase[time.Duration]{
 		"no bound by default":         {file: ``, want: 0},
 		"a day":                       {file: `reclaim_max_loss = "24h"`, want: 24 * time.Hour},
+		"a day with any":              {file: "reclaim = \"any\"\nreclaim_max_loss = \"24h\"", want: 24 * time.Hour},
 		"zero bounds nothing":         {file: `reclaim_max_loss = "0s"`, want: 0},
 		"negative is refused":         {file: `reclaim_max_loss = "-1h"`, wantErr: "reclaim_max_loss must be 0 (no bound) or positive, got -1h0m0s"},
 		"not a duration":              {file: `reclaim_max_loss = "a day"`, wantErr: `reclaim_max_loss: time: invalid duration "a day"`},
@@ -110,7 +115,7 @@ func TestFairShareSettings(t *testing.T) {
 			want: fair{0.1, engine.FairClassesAny, engine.FairRuleEntitlement}},
 		"gap rule spelled out":    {file: `fair_share_rule = "gap"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleGap}},
 		"auto spelled out":        {file: `fair_share_rule = "auto"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleAuto}},
-		"another rule":            {file: `fair_share_rule = "drf"`, wantErr: `fair_share_rule "drf": must be "auto" (the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver); the gap rule and fair_share_classes for the others), "gap" (`},
+		"another rule":            {file: `fair_share_rule = "drf"`, wantErr: `fair_share_rule "drf": must be "auto" (the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver) or would lose at most 5 minutes of work; the gap rule and fair_share_classes for the others), "gap" (`},
 		"an empty rule":           {file: `fair_share_rule = ""`, wantErr: `fair_share_rule "": must be "auto"`},
 		"a number is no rule":     {file: `fair_share_rule = 1.5`, wantErr: `or "entitlement" (capacity moves from tenants above their fair share`},
 		"zero gap is refused":     {file: `fair_share_gap = 0`, wantErr: "fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got 0"},

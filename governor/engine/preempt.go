@@ -363,13 +363,16 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 	return out
 }
 
-// reclaimable reports whether a reclaim may take borrower v: one that
-// loses at most FairLostWork always. With Config.Reclaim
-// ReclaimCheckpointed no other: the nominal quota is then a promise kept
-// when borrowers checkpoint or end, not at once; measured on the
-// simulator's grid (docs/simulator.md, round 14), it throws away far
-// less work, and the p95 wait of tenants within their nominal did not
-// rise; one more row had a tenant below 0.9 of its entitlement. With
+// reclaimable reports whether a reclaim may take borrower v: one whose
+// job saves a checkpoint when stopped (its stop throws nothing away,
+// however old its last periodic checkpoint) or that loses at most
+// FairLostWork always. With Config.Reclaim ReclaimCheckpointed (the
+// governor's default since docs/simulator.md, round 38) no other: the
+// nominal quota is then a promise kept when borrowers checkpoint or
+// end, not at once; measured on the simulator's grid (round 14), it
+// throws away far less work, and the p95 wait of tenants within their
+// nominal did not rise; one more row had a tenant below 0.9 of its
+// entitlement. With
 // ReclaimAny any other, unless Config.ReclaimMaxLoss bounds the device
 // time v would throw away: one 8-GPU claim took a 64-GPU job 103 hours
 // into a run it never checkpointed, 6,600 GPU-hours (docs/simulator.md,
@@ -377,7 +380,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 // takes any borrower (reclaimWaited).
 func (cy *cycle) reclaimable(v *victim, s *trial) bool {
 	switch {
-	case v.lost <= FairLostWork, cy.reclaimWaited(s.j):
+	case v.saves, v.lost <= FairLostWork, cy.reclaimWaited(s.j):
 		return true
 	case cy.cfg.Reclaim == ReclaimCheckpointed:
 		return false
@@ -586,7 +589,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		} else {
 			cy.requeue(v.j, why, cause, j.Key(), v.lost)
 		}
-		if v.acct != acct && byEntitlement(cy.cfg.FairShareRule, v.saves) {
+		if v.acct != acct && byEntitlement(cy.cfg.FairShareRule, v.stopsCheaply()) {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
 		v.acct.giveBack(v.use)

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -61,6 +62,18 @@ func (sc *scene) stoppingFor(i int, preemptor string) {
 func (sc *scene) queue(j *Job) *scene { sc.jobs = append(sc.jobs, j); return sc }
 
 func (sc *scene) snap() *Snapshot { return snap(sc.tenants, sc.nodes, sc.allocs, sc.jobs...) }
+
+// saving marks the jobs ids of sc as saving a checkpoint when stopped.
+func saving(sc *scene, ids ...string) *scene {
+	for _, j := range sc.jobs {
+		if slices.Contains(ids, j.ID) {
+			for i := range j.Groups {
+				j.Groups[i].SavesOnStop = true
+			}
+		}
+	}
+	return sc
+}
 
 // twoTenants: a and b, nominal 4 GPUs each, limit 8, on two 4-GPU nodes.
 func twoTenants() *scene {
@@ -226,6 +239,12 @@ func TestPreemptionRules(t *testing.T) {
 			cfg:     func(c *Config) { c.Reclaim = ReclaimCheckpointed },
 			victims: []string{"a2<-b/boss"},
 			reason:  "preempting a/a2 (reclaim)",
+		},
+		"with reclaim checkpointed a borrower that saves on stop is taken whatever its last checkpoint": {
+			sc: saving(twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(gpuJob("b", "boss", "standard", 4)), "a2"),
+			cfg:     func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			victims: []string{"a2<-b/boss"},
 		},
 		"without reclaim_max_loss a reclaim takes the fewest victims, though they lose more": {
 			sc: twoTenants().run("a", "big", "low", "n1", 4, 55).run("a", "s1", "low", "n2", 2, 40).run("a", "s2", "low", "n2", 2, 50).

@@ -327,10 +327,11 @@ type Config struct {
 	Placement string
 	// Reclaim is which borrowers a reclaim may take: ReclaimAny (the
 	// default, "") takes any, those with fresh checkpoints first, so a
-	// tenant gets its nominal quota at once; ReclaimCheckpointed takes
-	// only borrowers that lose at most FairLostWork, and a tenant within
-	// its nominal otherwise waits for a borrower to checkpoint or end, for
-	// at most ReclaimMaxWait.
+	// tenant gets its nominal quota at once; ReclaimCheckpointed (the
+	// governor's default) takes only borrowers that save a checkpoint
+	// when stopped or lose at most FairLostWork, and a tenant within its
+	// nominal otherwise waits for a borrower to checkpoint or end, for at
+	// most ReclaimMaxWait.
 	Reclaim string
 	// ReclaimMaxLoss bounds what a reclaim throws away with ReclaimAny:
 	// it takes no borrower whose stop would lose more than ReclaimMaxLoss
