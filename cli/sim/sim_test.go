@@ -237,9 +237,8 @@ func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
 // -fair-share-gap, -fair-share-classes, -fair-share-rule and -fair-min-run reach the
 // engine, on a contended two days (32 standard nodes, load 1.2, seed 2).
 // With the default stop model no job saves a checkpoint when stopped, so
-// the default rule, auto, decides as the gap rule does but for victims
-// that checkpointed within FairCheapLoss, and each flag alone changes
-// what allot decides. With checkpoints on stop every job
+// the default rule, auto, decides as the gap rule does, and each flag
+// alone changes what allot decides. With checkpoints on stop every job
 // saves, so auto decides as the entitlement rule of any class does, and
 // the gap rule decides otherwise. Which way a rule moves the numbers is
 // a measurement (docs/simulator.md), not this test's.
@@ -260,7 +259,7 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	}
 	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "auto", "-fair-min-run", "2m"),
 		must.Sprint("the defaults spelled out"))
-	must.NotEq(t, def, run("-fair-share-rule", "gap"), must.Sprint("auto judges victims that checkpointed within minutes by the entitlement rule"))
+	must.Eq(t, def, run("-fair-share-rule", "gap"), must.Sprint("auto where no job saves on stop"))
 
 	saving := run("-checkpoint-on-stop")
 	must.NotEq(t, saving, run("-checkpoint-on-stop", "-fair-share-rule", "gap"), must.Sprintf("the gap rule decides as auto does where every job saves (%+v)", saving))

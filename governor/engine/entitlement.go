@@ -23,17 +23,16 @@ const (
 	// then take what it needs, where the gap rule waits for it to drain:
 	// measured on the simulator's grid (docs/simulator.md, round 21).
 	FairRuleEntitlement = "entitlement"
-	// FairRuleAuto: FairRuleEntitlement, of any class, for victims whose
-	// stop costs little (victim.stopsCheaply: they save a checkpoint when
-	// stopped, Group.SavesOnStop, or lose at most FairCheapLoss);
-	// FairRuleGap and Config.FairClasses for the others.
+	// FairRuleAuto: FairRuleEntitlement, of any class, for victims that
+	// save a checkpoint when stopped (Group.SavesOnStop); FairRuleGap and
+	// Config.FairClasses for the others.
 	FairRuleAuto = "auto"
 )
 
 // byEntitlement reports whether, under fair-share rule rule, a victim
-// (or a set whose victims of other tenants all) whose stop costs little
-// or not (saves, victim.stopsCheaply) is judged by the entitlement rule:
-// always under FairRuleEntitlement, only when it does under FairRuleAuto.
+// (or a set whose victims of other tenants all) saving a checkpoint when
+// stopped or not (saves) is judged by the entitlement rule: always under
+// FairRuleEntitlement, only when it saves under FairRuleAuto.
 func byEntitlement(rule string, saves bool) bool {
 	return rule == FairRuleEntitlement || rule == FairRuleAuto && saves
 }

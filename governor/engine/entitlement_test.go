@@ -93,18 +93,13 @@ func TestFairShareEntitlementRule(t *testing.T) {
 	// Quota 16 each on six 8-GPU nodes (48 GPUs). gang: a holds 16 and
 	// asks for 8 (demand 24), b holds 28, c 4: entitlements c 4, a and b
 	// 22. After: a 24, b 20, two GPUs from each entitlement instead of six.
-	// gangLost: gang with b3, the one victim within FairLostWork, lost
-	// minutes past its last checkpoint.
-	gangLost := func(lost int) func() *scene {
-		return func() *scene {
-			return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
-				run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
-				run("b", "b3", "standard", "n5", 8, lost).run("b", "b4", "standard", "n6", 4, 50).
-				run("c", "c1", "standard", "n6", 4, 1).
-				queue(gpuJob("a", "gang", "standard", 8))
-		}
+	gang := func() *scene {
+		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+			run("b", "b3", "standard", "n5", 8, 1).run("b", "b4", "standard", "n6", 4, 50).
+			run("c", "c1", "standard", "n6", 4, 1).
+			queue(gpuJob("a", "gang", "standard", 8))
 	}
-	gang := gangLost(1)
 	// overshoot: a holds 20 (demand 28), b 24: both entitled to 22; an
 	// 8-GPU job would leave a 6 above and b 6 below (12 from their
 	// entitlements instead of 4).
@@ -181,10 +176,7 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		"gap rule: a borrower's own lower class gives way":                        {sc: own, job: "a/hi", victims: []string{"a3<-a/hi"}},
 		"entitlement: a borrower's own lower class gives way, at its entitlement": {sc: own, rule: FairRuleEntitlement, job: "a/hi", victims: []string{"a3<-a/hi"}},
 		"auto: victims that save on stop, by entitlement":                         {sc: gang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"auto: a victim that checkpointed a minute ago, by entitlement":           {sc: gang, rule: FairRuleAuto, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"auto: a victim FairCheapLoss past its checkpoint, by entitlement":        {sc: gangLost(5), rule: FairRuleAuto, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"auto: a victim that would lose more, by the gap rule: the gang waits":    {sc: gangLost(6), rule: FairRuleAuto, job: "a/gang"},
-		"entitlement: the victim that would lose more is taken":                   {sc: gangLost(6), rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: victims that do not save, by the gap rule: the gang waits":         {sc: gang, rule: FairRuleAuto, job: "a/gang"},
 		"auto: a victim that saves on stop, of a class above the job's":           {sc: lowGang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
 		"entitlement: no victim of a class above the job's":                       {sc: lowGang, rule: FairRuleEntitlement, saves: true, job: "a/gang"},
 	}

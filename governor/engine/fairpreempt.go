@@ -36,15 +36,6 @@ const (
 	// preemptor of a preemption that just ran) is no fairness victim
 	// (Config.FairMinRun overrides it).
 	FairMinRun = 2 * time.Minute
-	// FairCheapLoss: under FairRuleAuto a victim that loses at most this
-	// much work (it checkpointed that recently) is judged as one that
-	// saves on stop (victim.stopsCheaply). Measured on the simulator's
-	// standard contention weeks with the default stop model
-	// (docs/simulator.md, rounds 36 and 38): it lowers the share error by
-	// about 0.016 a week, and with reclaim = "auto" keeps the useful
-	// allocation net of work lost; with reclaim = "any" the reclaims it
-	// leads to threw away more than it saved.
-	FairCheapLoss = 5 * time.Minute
 )
 
 // Which classes a fairness preemption may take (Config.FairClasses;
@@ -91,10 +82,10 @@ type fairPreemption struct {
 	ent   entitlement
 	below bool
 	req   quota.Vector
-	// rule is Config.FairShareRule: under FairRuleAuto a victim whose
-	// stop costs little (victim.stopsCheaply) is judged by the
-	// entitlement rule and may be of any class; any other victim by the
-	// gap rule and the class rule (byEntitlement).
+	// rule is Config.FairShareRule: under FairRuleAuto a victim that
+	// saves a checkpoint when stopped is judged by the entitlement rule
+	// and may be of any class; any other victim by the gap rule and the
+	// class rule (byEntitlement).
 	rule string
 }
 
@@ -121,7 +112,7 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 // tenant whose preemptions requeued its jobs within reclaimWindow, and a
 // job that started within Config.FairMinRun is no fairness victim.
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
-	anyClass := f.anyClass || (f.rule == FairRuleAuto && v.stopsCheaply())
+	anyClass := f.anyClass || (f.rule == FairRuleAuto && v.saves)
 	if v.acct == f.acct || (v.prio > f.prio && !f.head && !anyClass) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
 		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
 		return false
@@ -129,7 +120,7 @@ func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
 	switch {
 	case f.head:
 		return v.acct.keepsNominal(v.use)
-	case f.judges(v.stopsCheaply()):
+	case f.judges(v.saves):
 		return f.below && f.ent.above(v.acct, v.use)
 	}
 	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+f.gap
@@ -235,25 +226,24 @@ func (f *fairPreemption) allows(set []*victim) bool {
 }
 
 // byEntitlement reports whether set is judged by the entitlement rule:
-// under FairRuleEntitlement, and under FairRuleAuto when the stop of
-// every victim of another tenant costs little (victim.stopsCheaply);
-// never for a starved head.
+// under FairRuleEntitlement, and under FairRuleAuto when every victim of
+// another tenant saves a checkpoint when stopped; never for a starved
+// head.
 func (f *fairPreemption) byEntitlement(set []*victim) bool {
 	return f.judges(othersSave(f.acct, set))
 }
 
-// judges reports whether victims whose stop costs little or not (saves,
-// victim.stopsCheaply) are judged by the entitlement rule; a starved
-// head's never are.
+// judges reports whether victims that save on stop or not (saves) are
+// judged by the entitlement rule; a starved head's never are.
 func (f *fairPreemption) judges(saves bool) bool {
 	return !f.head && byEntitlement(f.rule, saves)
 }
 
-// othersSave reports whether the stop of every victim of set not of
-// tenant acct (nil: every victim) costs little (victim.stopsCheaply).
+// othersSave reports whether every victim of set not of tenant acct
+// (nil: every victim) saves a checkpoint when stopped.
 func othersSave(acct *account, set []*victim) bool {
 	for _, v := range set {
-		if v.acct != acct && !v.stopsCheaply() {
+		if v.acct != acct && !v.saves {
 			return false
 		}
 	}
@@ -287,11 +277,4 @@ func shareOf(a *account, cluster, delta quota.Vector, sign int64) float64 {
 	a.setUsage(saved)
 	a.share = savedShare
 	return s
-}
-
-// stopsCheaply reports whether stopping v costs little: its job saves a
-// checkpoint when stopped, or it loses at most FairCheapLoss of work.
-// FairRuleAuto judges such a victim by the entitlement rule.
-func (v *victim) stopsCheaply() bool {
-	return v.saves || v.work <= FairCheapLoss
 }
