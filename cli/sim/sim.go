@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
+	"github.com/allot-sh/allot/governor/engine"
 	gsim "github.com/allot-sh/allot/governor/sim"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/allot-sh/allot/governor/sim/report"
@@ -157,9 +158,7 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 			return err
 		}
 	}
-	if ec.ReclaimMaxLoss > 0 && !c.IsSet("reclaim") {
-		ec.Reclaim = gsim.ReclaimAny // the bound is -reclaim any's, as in the governor's config
-	}
+	ec.Reclaim = engine.ReclaimWithBound(ec.Reclaim, c.IsSet("reclaim"), ec.ReclaimMaxLoss)
 	if ec.ReclaimMaxLoss > 0 && ec.Reclaim == gsim.ReclaimCheckpointed {
 		return cmdutil.UsageError(c, "-reclaim-max-loss bounds -reclaim %q only; %q already takes no borrower that loses more than 30 minutes of work",
 			gsim.ReclaimAny, gsim.ReclaimCheckpointed)

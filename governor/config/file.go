@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2/hclsimple"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 // fileConfig is the HCL shape of the config file. Every field is optional;
@@ -130,9 +132,7 @@ func (c *Config) applyFile(f *fileConfig) []error {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
 	}
-	if f.Reclaim == nil && c.ReclaimMaxLoss > 0 {
-		c.Reclaim = ReclaimAny // the bound is reclaim = "any"'s, not the default's
-	}
+	c.Reclaim = engine.ReclaimWithBound(c.Reclaim, f.Reclaim != nil, c.ReclaimMaxLoss)
 	if n := f.Nomad; n != nil {
 		setStr(&c.Nomad.Address, n.Address)
 		setStr(&c.Nomad.Token, n.Token)

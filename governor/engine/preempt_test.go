@@ -63,15 +63,10 @@ func (sc *scene) queue(j *Job) *scene { sc.jobs = append(sc.jobs, j); return sc 
 
 func (sc *scene) snap() *Snapshot { return snap(sc.tenants, sc.nodes, sc.allocs, sc.jobs...) }
 
-// saving marks the jobs ids of sc as saving a checkpoint when stopped.
+// saving marks the jobs ids of sc, and only those, as saving a
+// checkpoint when stopped (markSaving).
 func saving(sc *scene, ids ...string) *scene {
-	for _, j := range sc.jobs {
-		if slices.Contains(ids, j.ID) {
-			for i := range j.Groups {
-				j.Groups[i].SavesOnStop = true
-			}
-		}
-	}
+	markSaving(&Snapshot{Jobs: sc.jobs}, func(j *Job) bool { return slices.Contains(ids, j.ID) })
 	return sc
 }
 

@@ -361,6 +361,20 @@ const (
 	ReclaimCheckpointed = "checkpointed"
 )
 
+// ReclaimWithBound is the reclaim mode in force given the mode a
+// configuration names (modeSet: whether it names one) and its
+// Config.ReclaimMaxLoss bound: a bound set without a mode means
+// ReclaimAny, whose bound it is (the governor's default,
+// ReclaimCheckpointed, takes no borrower the bound would spare);
+// otherwise mode. The governor's config file and allotctl sim's flags
+// both read a lone bound so.
+func ReclaimWithBound(mode string, modeSet bool, bound time.Duration) string {
+	if !modeSet && bound > 0 {
+		return ReclaimAny
+	}
+	return mode
+}
+
 // ReclaimMaxWait is how long a claim waits for borrowers that
 // Config.ReclaimMaxLoss or ReclaimCheckpointed spares; it then takes any
 // borrower.

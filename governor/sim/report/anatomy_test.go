@@ -44,9 +44,7 @@ func TestPreemptionAnatomy(t *testing.T) {
 			d, err := time.ParseDuration(s)
 			must.NoError(t, err)
 			opts.Engine.ReclaimMaxLoss = d
-			if d > 0 {
-				opts.Engine.Reclaim = sim.ReclaimAny // the bound is reclaim = "any"'s, as in the governor's config
-			}
+			opts.Engine.Reclaim = engine.ReclaimWithBound(opts.Engine.Reclaim, false, d)
 		}
 		a := newAnatomy()
 		opts.OnCycle = a.cycle
