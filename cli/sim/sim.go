@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/allot-sh/allot/cli/internal/cmdutil"
-	"github.com/allot-sh/allot/governor/engine"
 	gsim "github.com/allot-sh/allot/governor/sim"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/allot-sh/allot/governor/sim/report"
@@ -158,7 +157,7 @@ func engineFlags(c *cli.Context, opts *gsim.Options) error {
 			return err
 		}
 	}
-	ec.Reclaim = engine.ReclaimWithBound(ec.Reclaim, c.IsSet("reclaim"), ec.ReclaimMaxLoss)
+	ec.Reclaim = gsim.ReclaimWithBound(ec.Reclaim, c.IsSet("reclaim"), ec.ReclaimMaxLoss)
 	if ec.ReclaimMaxLoss > 0 && ec.Reclaim == gsim.ReclaimCheckpointed {
 		return cmdutil.UsageError(c, "-reclaim-max-loss bounds -reclaim %q only; %q already takes no borrower that loses more than 30 minutes of work",
 			gsim.ReclaimAny, gsim.ReclaimCheckpointed)

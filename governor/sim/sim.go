@@ -131,6 +131,13 @@ const (
 	ReclaimCheckpointed = engine.ReclaimCheckpointed
 )
 
+// ReclaimWithBound is the reclaim mode in force given a mode, whether
+// one was set, and a ReclaimMaxLoss bound (engine.ReclaimWithBound: a
+// lone bound means ReclaimAny).
+func ReclaimWithBound(mode string, modeSet bool, bound time.Duration) string {
+	return engine.ReclaimWithBound(mode, modeSet, bound)
+}
+
 // DefaultEngine returns the engine configuration the governor runs with by
 // default.
 func DefaultEngine() engine.Config { return config.Default().Engine() }
