@@ -92,7 +92,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "reclaim-max-loss", Usage: "override the most device time one borrower's stop may throw away in a reclaim, per device the claim asks for; 0: no bound (allot; default: the governor's; see docs/governor.md)"},
 			&cli.Float64Flag{Name: "fair-share-gap", Usage: "override how far above the preemptor's tenant's weighted share a fair-share victim's tenant must stay (allot; default: the governor's, 0.1; see docs/governor.md)"},
 			&cli.StringFlag{Name: "fair-share-classes", Usage: "override which classes a fair-share preemption may take: not-above or any (allot; default: the governor's, not-above; see docs/governor.md)"},
-			&cli.StringFlag{Name: "fair-share-rule", Usage: "override the rule a fair-share preemption follows: auto, gap or entitlement (allot; default: the governor's, auto: entitlement for victims that save on stop, gap for the others; see docs/governor.md)"},
+			&cli.StringFlag{Name: "fair-share-rule", Usage: "override the rule a fair-share preemption follows: auto, gap or entitlement (allot; default: the governor's, auto: entitlement for victims that save on stop or lose at most 5 minutes, gap for the others; see docs/governor.md)"},
 			&cli.StringFlag{Name: "queue-order", Usage: "override how the queue orders jobs of different tenants: class or share (allot; default: the governor's, class; see docs/governor.md)"},
 			&cli.DurationFlag{Name: "start-delay", Usage: "time from a job's last allocation placed until its tasks run (image pull, task start; all policies)"},
 			&cli.DurationFlag{Name: "stop-delay", Usage: "time the allocations of a job allot requeues keep their GPUs (checkpoint and exit)"},

@@ -198,13 +198,14 @@ func TestReportWritesTheSection(t *testing.T) {
 }
 
 // -reclaim reaches the engine: on a contended day (small cluster, load
-// 2.0, seed 1) the governor that reclaims only from fresh checkpoints
+// 2.0, seed 2) the governor that reclaims only from fresh checkpoints
 // (the default since round 38) throws away less work than one that takes
-// any borrower (measured with round 28's engine: 34 against 127
-// GPU-hours).
+// any borrower (measured with round 39's engine: 23.5 against 174.2
+// GPU-hours; seed 1, this test's day until round 39, lost 35.5 either
+// way with round 39's fair-share rule).
 func TestReclaimModeReachesTheEngine(t *testing.T) {
 	lost := func(mode ...string) float64 {
-		sums := runJSON(t, append([]string{"-cluster", small, "-jobs", "300", "-span", "24h", "-load", "2.0", "-seed", "1",
+		sums := runJSON(t, append([]string{"-cluster", small, "-jobs", "300", "-span", "24h", "-load", "2.0", "-seed", "2",
 			"-policies", "allot"}, mode...)...)
 		must.SliceLen(t, 1, sums)
 		return sums[0].LostGPUHours
@@ -218,12 +219,12 @@ func TestReclaimModeReachesTheEngine(t *testing.T) {
 // TestReclaimModeReachesTheEngine a bound of one minute per claimed
 // device (-reclaim any's, implied) spares every borrower that would lose
 // more than its fresh checkpoint, as -reclaim checkpointed does, and
-// throws away less work than any without it (measured with round 28's
-// engine: 34 against 127 GPU-hours, as checkpointed does); "0s" spelled
-// out is the default.
+// throws away less work than any without it (measured with round 39's
+// engine: 23.5 against 174.2 GPU-hours, as checkpointed does); "0s"
+// spelled out is the default.
 func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
 	lost := func(args ...string) float64 {
-		sums := runJSON(t, append([]string{"-cluster", small, "-jobs", "300", "-span", "24h", "-load", "2.0", "-seed", "1",
+		sums := runJSON(t, append([]string{"-cluster", small, "-jobs", "300", "-span", "24h", "-load", "2.0", "-seed", "2",
 			"-policies", "allot"}, args...)...)
 		must.SliceLen(t, 1, sums)
 		return sums[0].LostGPUHours
@@ -237,8 +238,9 @@ func TestReclaimMaxLossReachesTheEngine(t *testing.T) {
 // -fair-share-gap, -fair-share-classes, -fair-share-rule and -fair-min-run reach the
 // engine, on a contended two days (32 standard nodes, load 1.2, seed 2).
 // With the default stop model no job saves a checkpoint when stopped, so
-// the default rule, auto, decides as the gap rule does, and each flag
-// alone changes what allot decides. With checkpoints on stop every job
+// the default rule, auto, decides as the gap rule does but for victims
+// that would lose at most FairCheapLoss, and each flag alone changes
+// what allot decides. With checkpoints on stop every job
 // saves, so auto decides as the entitlement rule of any class does, and
 // the gap rule decides otherwise. Which way a rule moves the numbers is
 // a measurement (docs/simulator.md), not this test's.
@@ -259,7 +261,7 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 	}
 	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "auto", "-fair-min-run", "2m"),
 		must.Sprint("the defaults spelled out"))
-	must.Eq(t, def, run("-fair-share-rule", "gap"), must.Sprint("auto where no job saves on stop"))
+	must.NotEq(t, def, run("-fair-share-rule", "gap"), must.Sprint("auto judges victims that would lose minutes by the entitlement rule"))
 
 	saving := run("-checkpoint-on-stop")
 	must.NotEq(t, saving, run("-checkpoint-on-stop", "-fair-share-rule", "gap"), must.Sprintf("the gap rule decides as auto does where every job saves (%+v)", saving))

@@ -58,8 +58,9 @@ type Config struct {
 	FairShareClasses string
 	// FairShareRule is the rule a fairness preemption between borrowers
 	// follows: FairRuleAuto (default: the entitlement rule, of any
-	// class, for victims that save a checkpoint when stopped, the gap
-	// rule for the others), FairRuleGap or FairRuleEntitlement
+	// class, for victims that save a checkpoint when stopped or lose at
+	// most engine.FairCheapLoss, the gap rule for the others),
+	// FairRuleGap or FairRuleEntitlement
 	// (engine.Config.FairShareRule).
 	FairShareRule string
 	// QueueOrder orders the queue across tenants: QueueOrderClass
@@ -336,7 +337,7 @@ func (c *Config) Validate() error {
 			mode{ReclaimCheckpointed, "only from borrowers that save on stop or lose at most 30 minutes of work, any after 72h of waiting"}),
 		checkMode("fair_share_classes", c.FairShareClasses, mode{FairClassesNotAbove, "a fair-share preemption takes jobs of a class no higher than the preemptor's"},
 			mode{FairClassesAny, "of any preemptible class"}),
-		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleAuto, "the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver); the gap rule and fair_share_classes for the others"},
+		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleAuto, "the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver) or would lose at most 5 minutes of work (then only within both tenants' fair shares); the gap rule and fair_share_classes for the others"},
 			mode{FairRuleGap, "a fair-share victim's tenant keeps a weighted share fair_share_gap above the preemptor's"},
 			mode{FairRuleEntitlement, "capacity moves from tenants above their fair share of the cohort to one below its own when that brings usage closer to the fair shares"}),
 		checkMode("queue_order", c.QueueOrder, mode{QueueOrderClass, "class priority first, then the tenants' weighted shares"},

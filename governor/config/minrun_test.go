@@ -115,7 +115,7 @@ func TestFairShareSettings(t *testing.T) {
 			want: fair{0.1, engine.FairClassesAny, engine.FairRuleEntitlement}},
 		"gap rule spelled out":    {file: `fair_share_rule = "gap"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleGap}},
 		"auto spelled out":        {file: `fair_share_rule = "auto"`, want: fair{0.1, engine.FairClassesNotAbove, engine.FairRuleAuto}},
-		"another rule":            {file: `fair_share_rule = "drf"`, wantErr: `fair_share_rule "drf": must be "auto" (the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver); the gap rule and fair_share_classes for the others), "gap" (`},
+		"another rule":            {file: `fair_share_rule = "drf"`, wantErr: `fair_share_rule "drf": must be "auto" (the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver) or would lose at most 5 minutes of work (then only within both tenants' fair shares); the gap rule and fair_share_classes for the others), "gap" (`},
 		"an empty rule":           {file: `fair_share_rule = ""`, wantErr: `fair_share_rule "": must be "auto"`},
 		"a number is no rule":     {file: `fair_share_rule = 1.5`, wantErr: `or "entitlement" (capacity moves from tenants above their fair share`},
 		"zero gap is refused":     {file: `fair_share_gap = 0`, wantErr: "fair_share_gap must be above 0 and at most 1 (weighted shares: usage ÷ nominal quota), got 0"},

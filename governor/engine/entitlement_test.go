@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/shoenig/test/must"
+
+	"github.com/allot-sh/allot/governor/quota"
 )
 
 func TestWaterFill(t *testing.T) {
@@ -100,6 +102,37 @@ func TestFairShareEntitlementRule(t *testing.T) {
 			run("c", "c1", "standard", "n6", 4, 1).
 			queue(gpuJob("a", "gang", "standard", 8))
 	}
+	// small: gang with a asking for 4 GPUs (demand 20) and b3 split
+	// into two 4-GPU jobs, b3 lostMin past its checkpoint, b5 50:
+	// entitlements a 20, b 24, c 4; taking b3 leaves b at its
+	// entitlement.
+	small := func(lostMin int) func() *scene {
+		return func() *scene {
+			return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+				run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+				run("b", "b3", "standard", "n5", 4, lostMin).run("b", "b5", "standard", "n5", 4, 50).
+				run("b", "b4", "standard", "n6", 4, 50).run("c", "c1", "standard", "n6", 4, 1).
+				queue(gpuJob("a", "small", "standard", 4))
+		}
+	}
+	// pair: gang with b3 split into two 4-GPU jobs that would lose a
+	// minute: either alone leaves b above its entitlement (22), the two
+	// the gang needs leave it at 20.
+	pair := func() *scene {
+		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+			run("b", "b3", "standard", "n5", 4, 1).run("b", "b5", "standard", "n5", 4, 1).
+			run("b", "b4", "standard", "n6", 4, 50).run("c", "c1", "standard", "n6", 4, 1).
+			queue(gpuJob("a", "gang", "standard", 8))
+	}
+	// lowSmall: small, team a's job of class low below b3's standard.
+	lowSmall := func(lostMin int) func() *scene {
+		return func() *scene {
+			sc := small(lostMin)()
+			sc.jobs[len(sc.jobs)-1].Class = "low"
+			return sc
+		}
+	}
 	// overshoot: a holds 20 (demand 28), b 24: both entitled to 22; an
 	// 8-GPU job would leave a 6 above and b 6 below (12 from their
 	// entitlements instead of 4).
@@ -166,19 +199,26 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		// saves: the running jobs save a checkpoint when stopped.
 		saves bool
 	}{
-		"gap rule: the gang waits":                                                {sc: gang, job: "a/gang"},
-		"entitlement: the gang takes a fresh victim":                              {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"entitlement: a held job Nomad calls dead asks":                           {sc: held, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"entitlement: a job above its tenant's limit asks for nothing":            {sc: tooLarge, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"entitlement: no move that overshoots":                                    {sc: overshoot, rule: FairRuleEntitlement, job: "a/gang"},
-		"entitlement: equals at their share take nothing":                         {sc: level, rule: FairRuleEntitlement, job: "a/fair"},
-		"gap rule: equals take nothing":                                           {sc: level, job: "a/fair"},
-		"gap rule: a borrower's own lower class gives way":                        {sc: own, job: "a/hi", victims: []string{"a3<-a/hi"}},
-		"entitlement: a borrower's own lower class gives way, at its entitlement": {sc: own, rule: FairRuleEntitlement, job: "a/hi", victims: []string{"a3<-a/hi"}},
-		"auto: victims that save on stop, by entitlement":                         {sc: gang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"auto: victims that do not save, by the gap rule: the gang waits":         {sc: gang, rule: FairRuleAuto, job: "a/gang"},
-		"auto: a victim that saves on stop, of a class above the job's":           {sc: lowGang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
-		"entitlement: no victim of a class above the job's":                       {sc: lowGang, rule: FairRuleEntitlement, saves: true, job: "a/gang"},
+		"gap rule: the gang waits":                                                 {sc: gang, job: "a/gang"},
+		"entitlement: the gang takes a fresh victim":                               {sc: gang, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: a held job Nomad calls dead asks":                            {sc: held, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: a job above its tenant's limit asks for nothing":             {sc: tooLarge, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: no move that overshoots":                                     {sc: overshoot, rule: FairRuleEntitlement, job: "a/gang"},
+		"entitlement: equals at their share take nothing":                          {sc: level, rule: FairRuleEntitlement, job: "a/fair"},
+		"gap rule: equals take nothing":                                            {sc: level, job: "a/fair"},
+		"gap rule: a borrower's own lower class gives way":                         {sc: own, job: "a/hi", victims: []string{"a3<-a/hi"}},
+		"entitlement: a borrower's own lower class gives way, at its entitlement":  {sc: own, rule: FairRuleEntitlement, job: "a/hi", victims: []string{"a3<-a/hi"}},
+		"auto: victims that save on stop, by entitlement":                          {sc: gang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: a victim that would lose a minute, by entitlement":                  {sc: small(1), rule: FairRuleAuto, job: "a/small", victims: []string{"b3<-a/small"}, reason: "gpu: uses 16, entitled to 20.0"},
+		"auto: a victim that would lose FairCheapLoss, of a class above the job's": {sc: lowSmall(5), rule: FairRuleAuto, job: "a/small", victims: []string{"b3<-a/small"}, reason: "gpu: uses 16, entitled to 20.0"},
+		"auto: a victim that would lose more, of a class above the job's: none":    {sc: lowSmall(6), rule: FairRuleAuto, job: "a/small"},
+		"entitlement: the victim that would lose more is taken":                    {sc: small(6), rule: FairRuleEntitlement, job: "a/small", victims: []string{"b3<-a/small"}, reason: "gpu: uses 16, entitled to 20.0"},
+		"auto: a cheap victim whose tenant would fall below its entitlement":       {sc: gang, rule: FairRuleAuto, job: "a/gang"},
+		"auto: cheap victims whose tenant would fall below it together":            {sc: pair, rule: FairRuleAuto, job: "a/gang"},
+		"entitlement: the pair is taken":                                           {sc: pair, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang", "b5<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: the pair saves on stop, taken":                                      {sc: pair, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang", "b5<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: a victim that saves on stop, of a class above the job's":            {sc: lowGang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"entitlement: no victim of a class above the job's":                        {sc: lowGang, rule: FairRuleEntitlement, saves: true, job: "a/gang"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -194,6 +234,42 @@ func TestFairShareEntitlementRule(t *testing.T) {
 				must.StrContains(t, p.Preemptions[0].Reason, tc.reason)
 				must.StrContains(t, p.Preemptions[0].Reason, "closer to the fair shares")
 			}
+		})
+	}
+}
+
+// TestEntitlementWithin: a move that takes a victim whose job does not
+// save on stop keeps the preemptor at or below its entitlement and every
+// tenant it takes from at or above its own; a move whose victims of
+// other tenants all save is not bounded.
+func TestEntitlementWithin(t *testing.T) {
+	// a uses 16 of its entitlement 20, b 28 of 22.
+	co := &cohort{governed: map[string]bool{"gpu": true}}
+	a := &account{usage: quota.Vector{"gpu": 16}, cohort: co}
+	b := &account{usage: quota.Vector{"gpu": 28}, cohort: co}
+	e := entitlement{a: {"gpu": 20}, b: {"gpu": 22}}
+	gpus := func(n int64) quota.Vector { return quota.Vector{"gpu": n} }
+	of := func(acct *account, n int64, saves bool) *victim {
+		return &victim{acct: acct, use: gpus(n), saves: saves}
+	}
+	cases := map[string]struct {
+		req  int64
+		set  []*victim
+		want bool
+	}{
+		"both stay within":                         {req: 4, set: []*victim{of(b, 4, false)}, want: true},
+		"to the entitlement on both sides":         {req: 4, set: []*victim{of(b, 6, false)}, want: true},
+		"the preemptor would pass its entitlement": {req: 8, set: []*victim{of(b, 4, false), of(b, 2, false)}},
+		"the victim's tenant would fall below it":  {req: 4, set: []*victim{of(b, 8, false)}},
+		"two victims that together fall below it":  {req: 4, set: []*victim{of(b, 4, false), of(b, 4, false)}},
+		"the preemptor's own victims make room":    {req: 8, set: []*victim{of(a, 4, false), of(b, 4, false)}, want: true},
+		"victims that save are not bounded":        {req: 8, set: []*victim{of(b, 8, true)}, want: true},
+		"one that does not save bounds the set":    {req: 8, set: []*victim{of(b, 4, true), of(b, 4, false)}},
+		"only the preemptor's own, not bounded":    {req: 8, set: []*victim{of(a, 4, false)}, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			must.Eq(t, tc.want, e.within(a, gpus(tc.req), tc.set))
 		})
 	}
 }

@@ -227,16 +227,20 @@ func checkNoPingPong(t *testing.T, cfg Config, saves func(*Job) bool) {
 }
 
 // TestPropertyFairRuleAuto: FairRuleAuto decides as FairRuleGap with the
-// configured classes where no job saves a checkpoint when stopped, and
-// as FairRuleEntitlement with FairClassesAny where every job does:
-// every plan of 90 cycles of 50 random clusters is the same.
+// configured classes where no job saves a checkpoint when stopped and
+// every running job would lose more than FairCheapLoss, and as
+// FairRuleEntitlement with FairClassesAny where every job saves: every
+// plan of 90 cycles of 50 random clusters is the same.
 func TestPropertyFairRuleAuto(t *testing.T) {
 	cases := map[string]struct {
 		saves bool
+		// lost, when set, is how long ago every running allocation
+		// started (it never checkpointed).
+		lost  time.Duration
 		other Config
 	}{
-		"no job saves: the gap rule":                 {saves: false, other: Config{FairShareRule: FairRuleGap}},
-		"every job saves: entitlement, of any class": {saves: true, other: Config{FairShareRule: FairRuleEntitlement, FairClasses: FairClassesAny}},
+		"no job saves, every one would lose more: the gap rule": {lost: 10 * time.Minute, other: Config{FairShareRule: FairRuleGap}},
+		"every job saves: entitlement, of any class":            {saves: true, other: Config{FairShareRule: FairRuleEntitlement, FairClasses: FairClassesAny}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -258,6 +262,9 @@ func TestPropertyFairRuleAuto(t *testing.T) {
 					wo.arrive(ro, 30, 400)
 					for _, w := range []*world{wa, wo} {
 						markSaving(w.s, func(*Job) bool { return c.saves })
+						if c.lost > 0 {
+							startedBefore(w.s, c.lost)
+						}
 					}
 					pa, po := wa.step(), wo.step()
 					must.Eq(t, po.Decisions, pa.Decisions, must.Sprintf("seed %d cycle %d", seed, cycle))
@@ -271,6 +278,16 @@ func TestPropertyFairRuleAuto(t *testing.T) {
 			}
 			must.Greater(t, 5, fair, must.Sprint("the clusters must preempt for fairness"))
 		})
+	}
+}
+
+// startedBefore makes every started allocation one that started lost
+// before now and never checkpointed.
+func startedBefore(s *Snapshot, lost time.Duration) {
+	for _, a := range s.Allocs {
+		if a.Started {
+			a.StartedAt, a.LastCheckpoint = s.Now.Add(-lost), time.Time{}
+		}
 	}
 }
 

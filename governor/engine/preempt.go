@@ -589,7 +589,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		} else {
 			cy.requeue(v.j, why, cause, j.Key(), v.lost)
 		}
-		if v.acct != acct && byEntitlement(cy.cfg.FairShareRule, v.saves) {
+		if v.acct != acct && byEntitlement(cy.cfg.FairShareRule, v.stopsCheaply()) {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
 		v.acct.giveBack(v.use)

@@ -372,7 +372,7 @@ func greedy(s *trial, cands []*victim) []*victim {
 // takes (setCost.nominal): where the entitlement rule judges its
 // victims (byEntitlement), every one of them counted.
 func (s *trial) ranksNominal(set []*victim) bool {
-	return byEntitlement(s.cy.cfg.FairShareRule, othersSave(nil, set))
+	return byEntitlement(s.cy.cfg.FairShareRule, othersStopCheaply(nil, set))
 }
 
 // thrownBy sums the device time set throws away for good (setCost.thrown)

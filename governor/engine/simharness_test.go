@@ -128,13 +128,21 @@ func (w *world) dropAllocs(j *Job) {
 	w.s.Allocs = kept
 }
 
-// finish removes admitted jobs whose run time is over.
+// finish ends admitted jobs whose run time is over: their allocations
+// go and the job stays listed dead, as Nomad lists a finished job until
+// its garbage collection, reclaimWindow after its end here. The engine
+// reads who preempted whom from the jobs' meta (lostTo): were a
+// finished victim dropped at once, that memory would go with it.
 func (w *world) finish() {
 	kept := w.s.Jobs[:0]
 	for _, j := range w.s.Jobs {
-		if end, ok := w.ends[j.Key()]; ok && j.State == Admitted && !w.s.Now.Before(end) {
-			w.dropAllocs(j)
+		end, ok := w.ends[j.Key()]
+		switch {
+		case ok && j.Dead && w.s.Now.Sub(end) > reclaimWindow:
 			continue
+		case ok && j.State == Admitted && !j.Dead && !w.s.Now.Before(end):
+			w.dropAllocs(j)
+			j.Dead = true
 		}
 		kept = append(kept, j)
 	}
