@@ -240,29 +240,21 @@ func (e entitlement) keeps(a *account, use quota.Vector) bool {
 // preemptor's as no farther from its entitlement, threw away more work
 // on the standard weeks (docs/simulator.md, round 39).
 func (e entitlement) within(p *account, req quota.Vector, set []*victim) bool {
+	if othersSave(p, set) {
+		return true
+	}
 	gain := req.Clone()
-	lose := map[*account]quota.Vector{}
-	bound := false
 	for _, v := range set {
 		if v.acct == p {
 			gain.Sub(v.use)
-			continue
 		}
-		if lose[v.acct] == nil {
-			lose[v.acct] = quota.Vector{}
-		}
-		lose[v.acct].Add(v.use)
-		bound = bound || !v.saves
-	}
-	if !bound {
-		return true
 	}
 	for r, n := range gain {
 		if n > 0 && p.cohort.governed[r] && float64(p.usage[r]+n) > e[p][r]+distanceEpsilon {
 			return false
 		}
 	}
-	for a, use := range lose {
+	for a, use := range othersLose(p, set) {
 		if !e.keeps(a, use) {
 			return false
 		}

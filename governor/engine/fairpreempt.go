@@ -213,17 +213,7 @@ func (f *fairPreemption) allows(set []*victim) bool {
 	if f.byEntitlement(set) {
 		return f.below && f.ent.lowers(f.acct, f.req, set, f.cluster) && (!f.boundsCheapMoves() || f.ent.within(f.acct, f.req, set))
 	}
-	lose := map[*account]quota.Vector{}
-	for _, v := range set {
-		if v.acct == f.acct {
-			continue
-		}
-		if lose[v.acct] == nil {
-			lose[v.acct] = quota.Vector{}
-		}
-		lose[v.acct].Add(v.use)
-	}
-	for a, use := range lose {
+	for a, use := range othersLose(f.acct, set) {
 		if f.head {
 			if !a.keepsNominal(use) {
 				return false
@@ -265,8 +255,20 @@ func (f *fairPreemption) boundsCheapMoves() bool {
 // othersStopCheaply reports whether the stop of every victim of set not
 // of tenant acct (nil: every victim) costs little (victim.stopsCheaply).
 func othersStopCheaply(acct *account, set []*victim) bool {
+	return everyOther(acct, set, (*victim).stopsCheaply)
+}
+
+// othersSave reports whether every victim of set not of tenant acct
+// saves a checkpoint when stopped.
+func othersSave(acct *account, set []*victim) bool {
+	return everyOther(acct, set, func(v *victim) bool { return v.saves })
+}
+
+// everyOther reports whether ok holds for every victim of set not of
+// tenant acct (nil: every victim).
+func everyOther(acct *account, set []*victim, ok func(*victim) bool) bool {
 	for _, v := range set {
-		if v.acct != acct && !v.stopsCheaply() {
+		if v.acct != acct && !ok(v) {
 			return false
 		}
 	}
@@ -278,6 +280,22 @@ func othersStopCheaply(acct *account, set []*victim) bool {
 // FairRuleAuto judges such a victim by the entitlement rule.
 func (v *victim) stopsCheaply() bool {
 	return v.saves || v.work <= FairCheapLoss
+}
+
+// othersLose sums, per tenant other than acct's, what its victims of set
+// use: what each loses to the preemption.
+func othersLose(acct *account, set []*victim) map[*account]quota.Vector {
+	lose := map[*account]quota.Vector{}
+	for _, v := range set {
+		if v.acct == acct {
+			continue
+		}
+		if lose[v.acct] == nil {
+			lose[v.acct] = quota.Vector{}
+		}
+		lose[v.acct].Add(v.use)
+	}
+	return lose
 }
 
 // takesFromOthers reports whether set holds a job of another tenant
