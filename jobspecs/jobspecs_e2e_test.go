@@ -73,6 +73,14 @@ func TestE2EJobspecs(t *testing.T) {
 			`args=["-save-every","1000","-step-time","10ms"]`, "checkpoint_timeout=5s", "kill_timeout=8s"})...)
 		alloc := waitRunning(t, c, *job.ID, 1)[0]
 		must.Eq(t, 1, gpusOf(t, c, alloc.ID, "nvidia/gpu"))
+		// A stop before the trainer subscribes to its checkpoint signal
+		// finds nothing to save; its start line says it has.
+		c.Eventually(time.Minute, "the trainer's start line", func() error {
+			if !strings.Contains(c.TaskLogs(alloc.ID, "train", "stdout"), "toytrainer: starting at step") {
+				return fmt.Errorf("no start line in the task's stdout yet")
+			}
+			return nil
+		})
 		_, _, err := c.API.Jobs().Deregister(*job.ID, false, nil)
 		must.NoError(t, err)
 		c.Eventually(time.Minute, "a Checkpoint saved event after the stop", func() error {

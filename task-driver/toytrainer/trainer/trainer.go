@@ -57,8 +57,11 @@ func Run(o Options, env Env, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "toytrainer: starting at step %d\n", step)
+	// The start line comes once the signals are subscribed: a stop that
+	// follows it finds the trainer ready to checkpoint (a checkpoint
+	// signal before signal.Notify is dropped by the Go runtime).
 	ckptSig, stopSigs := signals(o, env)
+	fmt.Fprintf(out, "toytrainer: starting at step %d\n", step)
 	if o.StepTime <= 0 {
 		o.StepTime = time.Millisecond
 	}
