@@ -226,6 +226,18 @@ func (e entitlement) keeps(a *account, use quota.Vector) bool {
 	return true
 }
 
+// gainsWithin reports whether a uses at most its entitlement of every
+// governed resource after gaining gain: keeps' mirror, for the
+// preemptor's side of a move.
+func (e entitlement) gainsWithin(a *account, gain quota.Vector) bool {
+	for r, n := range gain {
+		if n > 0 && a.cohort.governed[r] && float64(a.usage[r]+n) > e[a][r]+distanceEpsilon {
+			return false
+		}
+	}
+	return true
+}
+
 // within reports whether a move that takes a victim of set of another
 // tenant than preemptor p whose job does not save a checkpoint when
 // stopped keeps both sides within their entitlements: p, after req less
@@ -249,10 +261,8 @@ func (e entitlement) within(p *account, req quota.Vector, set []*victim) bool {
 			gain.Sub(v.use)
 		}
 	}
-	for r, n := range gain {
-		if n > 0 && p.cohort.governed[r] && float64(p.usage[r]+n) > e[p][r]+distanceEpsilon {
-			return false
-		}
+	if !e.gainsWithin(p, gain) {
+		return false
 	}
 	for a, use := range othersLose(p, set) {
 		if !e.keeps(a, use) {
