@@ -95,8 +95,8 @@ type Config struct {
 	Placement string
 	// Reclaim is which borrowers a reclaim may take:
 	// ReclaimCheckpointed (default) only those that save a checkpoint
-	// when stopped or lose at most 30 minutes of work, until the claim
-	// has waited engine.ReclaimMaxWait; ReclaimAny any, those with fresh
+	// when stopped or lose at most 30 minutes of work, until the job
+	// has been a claim for engine.ReclaimMaxWait; ReclaimAny any, those with fresh
 	// checkpoints first (the default when ReclaimMaxLoss alone is set in
 	// the file: the bound is ReclaimAny's) (engine.Config.Reclaim;
 	// docs/governor.md, "Reclaim").
@@ -334,7 +334,7 @@ func (c *Config) Validate() error {
 		checkMode("placement", c.Placement, mode{PlacementPack, "pin admissions to the nodes the governor packed them onto"},
 			mode{PlacementNomad, "leave placement to Nomad"}),
 		checkMode("reclaim", c.Reclaim, mode{ReclaimAny, "a tenant below its nominal quota takes it back at once, from borrowers with fresh checkpoints first"},
-			mode{ReclaimCheckpointed, "only from borrowers that save on stop or lose at most 30 minutes of work, any after 72h of waiting"}),
+			mode{ReclaimCheckpointed, "only from borrowers that save on stop or lose at most 30 minutes of work, any once the job has been a claim for 72h"}),
 		checkMode("fair_share_classes", c.FairShareClasses, mode{FairClassesNotAbove, "a fair-share preemption takes jobs of a class no higher than the preemptor's"},
 			mode{FairClassesAny, "of any preemptible class"}),
 		checkMode("fair_share_rule", c.FairShareRule, mode{FairRuleAuto, "the entitlement rule, of any preemptible class, for victims that save a checkpoint when stopped (ckpt driver) or would lose at most 5 minutes of work (then only within both tenants' fair shares); the gap rule and fair_share_classes for the others"},

@@ -77,6 +77,7 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 	cy.admitQueue(cy.queue(jobs))
 	cy.decideUnpins()
 	cy.finish()
+	cy.planClaims()
 	cy.plan.Starving = map[string]string{}
 	for pool, j := range cy.starving {
 		cy.plan.Starving[pool] = j.Key()

@@ -217,6 +217,10 @@ type Plan struct {
 	// Preemptions lists the preemptions this plan decides; their victims
 	// appear in Decisions as Requeue.
 	Preemptions []Preemption
+	// Claims holds, by "ns/id", when each job still queued after the
+	// plan became a claim (its tenant within its nominal quota with it):
+	// the caller passes it back as the next Snapshot.Claims (claims.go).
+	Claims map[string]time.Time `json:",omitempty"`
 }
 
 // Decision returns the decision for job ns/id, if the plan has one.

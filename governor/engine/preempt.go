@@ -38,10 +38,16 @@ type preemptState struct {
 	// demand holds what each account's jobs ask for (entitlement.go;
 	// built on first use).
 	demand map[*account]quota.Vector
+	// claims holds, by "ns/id", when each job the cycle judged a claim
+	// became one; judged marks every job the cycle judged, claim or not
+	// (claims.go).
+	claims map[string]time.Time
+	judged map[string]bool
 }
 
 func newPreemptState() preemptState {
-	return preemptState{requeued: map[string]bool{}, failed: map[string]noVictims{}}
+	return preemptState{requeued: map[string]bool{}, failed: map[string]noVictims{},
+		claims: map[string]time.Time{}, judged: map[string]bool{}}
 }
 
 // noVictims is a preemptor shape's failed search: the cohort's usage
@@ -50,6 +56,8 @@ func newPreemptState() preemptState {
 type noVictims struct {
 	version uint64
 	why     string
+	// claim: the search was a reclaim (claims.go).
+	claim bool
 }
 
 // reclaimWindow is how long after a preemption its preemptor goes first
@@ -279,6 +287,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		memoKey += "\x00waited" // reclaimable: the reclaim rules no longer spare
 	}
 	if f, ok := cy.pre.failed[memoKey]; ok && f.version == acct.cohort.version {
+		cy.markClaim(j, f.claim)
 		return f.why, false
 	}
 	cy.buildPool()
@@ -303,7 +312,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		s.move = set != nil
 	}
 	if set == nil {
-		f := noVictims{version: acct.cohort.version, why: cy.reclaimWait(failed, s)}
+		f := noVictims{version: acct.cohort.version, why: cy.reclaimWait(failed, s), claim: s.claim}
 		cy.pre.failed[memoKey] = f
 		return f.why, false
 	}
@@ -326,6 +335,8 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		want.Add(acct.claimed)
 	}
 	reclaim := acct.withinNominal(want)
+	s.claim = reclaim
+	cy.markClaim(j, reclaim)
 	s.fair = nil
 	if !reclaim {
 		s.fair = cy.newFairPreemption(acct, want, prio)
@@ -388,14 +399,14 @@ func (cy *cycle) reclaimable(v *victim, s *trial) bool {
 	return cy.cfg.ReclaimMaxLoss <= 0 || s.withinLoss(v.cost, cy.cfg.ReclaimMaxLoss)
 }
 
-// reclaimWaited reports whether claim j has waited ReclaimMaxWait since
-// it last queued under a rule that spares borrowers (reclaim =
+// reclaimWaited reports whether claim j has been one for ReclaimMaxWait
+// (claims.go) under a rule that spares borrowers (reclaim =
 // "checkpointed", reclaim_max_loss): it then takes any borrower, so a
 // tenant that borrows with a job that never checkpoints and never ends
 // does not keep another tenant's nominal quota for ever.
 func (cy *cycle) reclaimWaited(j *Job) bool {
 	spares := cy.cfg.Reclaim == ReclaimCheckpointed || cy.cfg.ReclaimMaxLoss > 0
-	return spares && cy.s.Now.Sub(waitingSince(j)) >= ReclaimMaxWait
+	return spares && cy.s.Now.Sub(cy.claimSince(j)) >= ReclaimMaxWait
 }
 
 // waitingSince is when j last entered the queue: its requeue, if it was
@@ -440,7 +451,7 @@ func (cy *cycle) reclaimWait(failed *Check, s *trial) string {
 		return ""
 	}
 	const waits = "waits for borrowers to checkpoint or end, at most until"
-	until := waitingSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339)
+	until := cy.claimSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339)
 	var rule string
 	if cy.cfg.Reclaim == ReclaimCheckpointed {
 		rule = fmt.Sprintf("reclaim = %q: %s %s (%d of their jobs would lose more than %s of work)",

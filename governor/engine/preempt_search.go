@@ -32,6 +32,9 @@ type trial struct {
 	// unsaved counts the borrowers' jobs a reclaim spared because they
 	// would lose more than its rules allow (reclaimable).
 	unsaved int
+	// claim: j's tenant stays within its nominal quota with it, so its
+	// preemption is a reclaim (candidates).
+	claim bool
 }
 
 func (cy *cycle) newTrial(j *Job, acct *account) *trial {

@@ -29,6 +29,7 @@ type scene struct {
 	nodes   []*Node
 	allocs  []*Alloc
 	jobs    []*Job
+	claims  map[string]time.Time
 }
 
 func (sc *scene) run(ns, id, class, node string, gpus int, lostMin int) *scene {
@@ -61,7 +62,21 @@ func (sc *scene) stoppingFor(i int, preemptor string) {
 
 func (sc *scene) queue(j *Job) *scene { sc.jobs = append(sc.jobs, j); return sc }
 
-func (sc *scene) snap() *Snapshot { return snap(sc.tenants, sc.nodes, sc.allocs, sc.jobs...) }
+// claimedSince records, as a previous plan would have (Plan.Claims),
+// that job key became a claim at since.
+func (sc *scene) claimedSince(key string, since time.Time) *scene {
+	if sc.claims == nil {
+		sc.claims = map[string]time.Time{}
+	}
+	sc.claims[key] = since
+	return sc
+}
+
+func (sc *scene) snap() *Snapshot {
+	s := snap(sc.tenants, sc.nodes, sc.allocs, sc.jobs...)
+	s.Claims = sc.claims
+	return s
+}
 
 // saving marks the jobs ids of sc, and only those, as saving a
 // checkpoint when stopped (markSaving).
@@ -213,20 +228,28 @@ func TestPreemptionRules(t *testing.T) {
 				queue(gpuJob("b", "boss", "standard", 4)),
 			cfg: func(c *Config) { c.Reclaim = ReclaimCheckpointed },
 			reason: `free capacity of node pool gpu (2 nodes); reclaim = "checkpointed": waits for borrowers to checkpoint or end, at most until ` +
-				t0.Add(ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would lose more than 30m0s of work)`,
+				t0.Add(10*time.Second+ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would lose more than 30m0s of work)`,
 		},
 		"with reclaim checkpointed a claim that waited ReclaimMaxWait takes the borrower anyway": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
-				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait)).Build()),
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-2*ReclaimMaxWait)).Build()).
+				claimedSince("b/boss", t0.Add(10*time.Second-ReclaimMaxWait)),
 			cfg:     func(c *Config) { c.Reclaim = ReclaimCheckpointed },
 			victims: []string{"a1<-b/boss"},
 			reason:  "preempting a/a1 (reclaim)",
 		},
 		"with reclaim checkpointed a claim waits just short of ReclaimMaxWait": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
-				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait + time.Minute)).Build()),
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-2*ReclaimMaxWait)).Build()).
+				claimedSince("b/boss", t0.Add(-ReclaimMaxWait+time.Minute)),
 			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
 			reason: `reclaim = "checkpointed": waits for borrowers to checkpoint or end, at most until ` + t0.Add(time.Minute).UTC().Format(time.RFC3339),
+		},
+		"with reclaim checkpointed a job queued for ReclaimMaxWait that has only now become a claim waits": {
+			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-2 * ReclaimMaxWait)).Build()),
+			cfg:    func(c *Config) { c.Reclaim = ReclaimCheckpointed },
+			reason: `reclaim = "checkpointed": waits for borrowers to checkpoint or end, at most until ` + t0.Add(10*time.Second+ReclaimMaxWait).UTC().Format(time.RFC3339),
 		},
 		"with reclaim checkpointed a fresh checkpoint is still taken": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "standard", "n2", 4, 10).
@@ -258,21 +281,22 @@ func TestPreemptionRules(t *testing.T) {
 				queue(gpuJob("b", "boss", "standard", 4)),
 			cfg: func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
 			reason: `free capacity of node pool gpu (2 nodes); reclaim_max_loss = "30m0s": waits for borrowers to checkpoint or end, at most until ` +
-				t0.Add(ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would throw away more than 2 device-hours, 30m0s for each of the 4 devices it claims)`,
+				t0.Add(10*time.Second+ReclaimMaxWait).UTC().Format(time.RFC3339) + ` (2 of their jobs would throw away more than 2 device-hours, 30m0s for each of the 4 devices it claims)`,
 		},
 		"with reclaim_max_loss a claim that waited ReclaimMaxWait takes the borrower anyway": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
-				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait)).Build()),
+				queue(mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-ReclaimMaxWait)).Build()).
+				claimedSince("b/boss", t0.Add(-ReclaimMaxWait)),
 			cfg:     func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
 			victims: []string{"a1<-b/boss"},
 		},
-		"with reclaim_max_loss a wait counts from the claim's last requeue": {
+		"with reclaim_max_loss a claim's clock restarts when it is requeued": {
 			sc: twoTenants().run("a", "a1", "low", "n1", 4, 45).run("a", "a2", "low", "n2", 4, 50).
 				queue(func() *Job {
 					j := mkJob("b", "boss").Class("standard").Pool("gpu").Device("nvidia/gpu", 4).QueuedAt(t0.Add(-2 * ReclaimMaxWait)).Build()
 					j.Requeues, j.RequeuedAt = 1, t0.Add(-time.Hour)
 					return j
-				}()),
+				}()).claimedSince("b/boss", t0.Add(-2*ReclaimMaxWait)),
 			cfg:    func(c *Config) { c.ReclaimMaxLoss = 30 * time.Minute },
 			reason: `reclaim_max_loss = "30m0s": waits for borrowers`,
 		},

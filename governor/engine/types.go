@@ -389,4 +389,9 @@ type Snapshot struct {
 	Nodes   []*Node
 	Allocs  []*Alloc
 	Jobs    []*Job
+	// Claims is the previous plan's Plan.Claims: when each queued job
+	// that was a claim became one, which ReclaimMaxWait counts from
+	// (claims.go). A caller that does not carry it (nil) starts every
+	// claim's clock anew each cycle, so the limit never fires.
+	Claims map[string]time.Time
 }

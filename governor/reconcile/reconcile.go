@@ -57,6 +57,10 @@ type Reconciler struct {
 	// pos indexes latest's queue for positions (built on first use).
 	pos  *engine.Positions
 	plMu sync.RWMutex
+	// claims is the last plan's Plan.Claims, the next snapshot's
+	// (under cycleMu): in memory, so a failover starts the claims'
+	// clocks anew (docs/governor.md, reclaim).
+	claims map[string]time.Time
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
@@ -103,7 +107,9 @@ func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
 	start := time.Now()
 	snap := r.Store.Snapshot(r.Now())
 	held := contain(r.Config, snap)
+	snap.Claims = r.claims
 	plan := engine.Decide(r.Config, snap)
+	r.claims = plan.Claims
 	withContained(plan, held)
 	r.observeCycle(time.Since(start), plan)
 	pending := r.reserveAdmits(snap, plan)

@@ -132,3 +132,19 @@ func TestReserveHoldsCapacityUntilUndone(t *testing.T) {
 	v3, _ := r.Reserve(job("y"))
 	must.True(t, v3.Admitted, must.Sprint("undo gave the capacity back"))
 }
+
+// TestCycleCarriesTheClaimClock: a claim's start (Plan.Claims) passes
+// from each cycle's plan to the next cycle's snapshot, so the reclaim
+// wait limit counts from when the job became a claim.
+func TestCycleCarriesTheClaimClock(t *testing.T) {
+	r, _ := newReconciler(t, gpuJob("a", 4, true), gpuJob("b", 4, true))
+	r.Store.SetNamespaces([]*api.Namespace{{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "8"}}})
+	now := testNow()
+	r.Now = func() time.Time { return now }
+	first := r.Cycle(context.Background())
+	must.Eq(t, map[string]time.Time{"ml/b": now}, first.Claims,
+		must.Sprint("b fits no node while ml stays within its nominal quota: a claim"))
+	start := now
+	now = now.Add(time.Hour)
+	must.Eq(t, map[string]time.Time{"ml/b": start}, r.Cycle(context.Background()).Claims)
+}

@@ -14,7 +14,9 @@ func (s *sim) cycle() {
 	s.m.lastCycle = s.now
 	s.m.cycles++
 	snap := s.snapshot()
+	snap.Claims = s.claims
 	plan := engine.Decide(s.opts.Engine, snap)
+	s.claims = plan.Claims
 	s.latest, s.heldSince = plan, nil
 	if s.opts.OnCycle != nil {
 		s.opts.OnCycle(snap, plan)

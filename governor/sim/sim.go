@@ -178,6 +178,9 @@ type sim struct {
 	// latest is the plan of the last allot cycle (proxyAdmit reads its
 	// starving heads).
 	latest *engine.Plan
+	// claims is latest's Plan.Claims, the next cycle's Snapshot.Claims
+	// (the reconciler carries them the same way).
+	claims map[string]time.Time
 	// stopping holds the allocations of requeued jobs that still hold
 	// their capacity (StopDelay).
 	stopping []*alloc

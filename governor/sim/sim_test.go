@@ -446,3 +446,27 @@ func TestJobAboveLimitIsNoDemand(t *testing.T) {
 		})
 	}
 }
+
+// TestCyclesCarryTheClaimClock: each cycle's snapshot holds the previous
+// plan's Claims (when its queued claims became claims), as the
+// reconciler carries them, so the reclaim wait limit counts from then.
+func TestCyclesCarryTheClaimClock(t *testing.T) {
+	sc := smallScenario(t, 3)
+	opts := DefaultOptions()
+	var last map[string]time.Time
+	carried := 0
+	opts.OnCycle = func(snap *engine.Snapshot, p *engine.Plan) {
+		must.Eq(t, last, snap.Claims)
+		for key, since := range p.Claims {
+			if since.Before(snap.Now) {
+				carried++
+			}
+			must.NotNil(t, p.Verdicts[key], must.Sprint("a claim is a job of the snapshot"))
+		}
+		last = p.Claims
+	}
+	s, err := newSim(sc.Spec, sc.Jobs, Allot, opts)
+	must.NoError(t, err)
+	s.loop()
+	must.Positive(t, carried, must.Sprint("claims outlived a cycle"))
+}
