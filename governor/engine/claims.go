@@ -43,6 +43,12 @@ func (cy *cycle) claimSince(j *Job) time.Time {
 	return since
 }
 
+// claimUntil is when claim j takes any borrower (reclaimWaited), as a
+// reason writes it.
+func (cy *cycle) claimUntil(j *Job) string {
+	return cy.claimSince(j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339)
+}
+
 // planClaims fills Plan.Claims: the claims the cycle judged, and the
 // snapshot's for jobs it did not judge that are still queued and were
 // not requeued since.

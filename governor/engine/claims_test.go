@@ -112,3 +112,15 @@ func TestPlanClaims(t *testing.T) {
 		})
 	}
 }
+
+// TestLikeShapedClaimsNameTheirOwnWait: a claim the cycle's failure memo
+// spares its own search names its own end of the wait, not that of the
+// like-shaped job that searched.
+func TestLikeShapedClaimsNameTheirOwnWait(t *testing.T) {
+	sc := borrowed(oldClaim().Build()).queue(later("boss2", 2)).queue(later("boss3", 1)).
+		claimedSince("b/boss3", t0.Add(-time.Hour))
+	p := Decide(checkpointed(), sc.snap())
+	for id, since := range map[string]time.Time{"boss2": t0.Add(10 * time.Second), "boss3": t0.Add(-time.Hour)} {
+		must.StrContains(t, p.Verdicts["b/"+id].Reason, "at most until "+since.Add(ReclaimMaxWait).Format(time.RFC3339)+" (2 of their jobs")
+	}
+}

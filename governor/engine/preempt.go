@@ -56,8 +56,21 @@ func newPreemptState() preemptState {
 type noVictims struct {
 	version uint64
 	why     string
-	// claim: the search was a reclaim (claims.go).
+	// claim: the search was a reclaim (claims.go); until is the end of
+	// its wait that why names ("" when it names none): each job of the
+	// shape has its own (sameShapeWhy).
 	claim bool
+	until string
+}
+
+// sameShapeWhy is f's reason for job j: f.why with j's own end of the
+// wait for borrowers in place of the one f's search found.
+func (cy *cycle) sameShapeWhy(f noVictims, j *Job) string {
+	i := strings.LastIndex(f.why, f.until)
+	if f.until == "" || i < 0 {
+		return f.why
+	}
+	return f.why[:i] + cy.claimUntil(j) + f.why[i+len(f.until):]
 }
 
 // reclaimWindow is how long after a preemption its preemptor goes first
@@ -288,7 +301,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	}
 	if f, ok := cy.pre.failed[memoKey]; ok && f.version == acct.cohort.version {
 		cy.markClaim(j, f.claim)
-		return f.why, false
+		return cy.sameShapeWhy(f, j), false
 	}
 	cy.buildPool()
 	s := cy.newTrial(j, acct)
@@ -313,6 +326,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	}
 	if set == nil {
 		f := noVictims{version: acct.cohort.version, why: cy.reclaimWait(failed, s), claim: s.claim}
+		if f.why != "" {
+			f.until = cy.claimUntil(j)
+		}
 		cy.pre.failed[memoKey] = f
 		return f.why, false
 	}
@@ -451,7 +467,7 @@ func (cy *cycle) reclaimWait(failed *Check, s *trial) string {
 		return ""
 	}
 	const waits = "waits for borrowers to checkpoint or end, at most until"
-	until := cy.claimSince(s.j).Add(ReclaimMaxWait).UTC().Format(time.RFC3339)
+	until := cy.claimUntil(s.j)
 	var rule string
 	if cy.cfg.Reclaim == ReclaimCheckpointed {
 		rule = fmt.Sprintf("reclaim = %q: %s %s (%d of their jobs would lose more than %s of work)",
