@@ -30,17 +30,26 @@ func (cy *cycle) markClaim(j *Job, claim bool) {
 	}
 }
 
-// claimSince is when j became a claim: the snapshot's record when it
-// holds one since j last queued, else now.
+// claimSince is when j became a claim: this cycle's record, else the
+// snapshot's (carried), else now.
 func (cy *cycle) claimSince(j *Job) time.Time {
 	if since, ok := cy.pre.claims[j.Key()]; ok {
 		return since
 	}
+	if since, ok := cy.carried(j); ok {
+		return since
+	}
+	return cy.s.Now
+}
+
+// carried returns the snapshot's record of when j became a claim, when
+// it is believable: not before j last queued, not in the future.
+func (cy *cycle) carried(j *Job) (time.Time, bool) {
 	since, ok := cy.s.Claims[j.Key()]
 	if !ok || since.Before(waitingSince(j)) || since.After(cy.s.Now) {
-		return cy.s.Now
+		return time.Time{}, false
 	}
-	return since
+	return since, true
 }
 
 // claimUntil is when claim j takes any borrower (reclaimWaited), as a
@@ -55,16 +64,16 @@ func (cy *cycle) claimUntil(j *Job) string {
 func (cy *cycle) planClaims() {
 	out := make(map[string]time.Time, len(cy.pre.claims))
 	for key, since := range cy.pre.claims {
-		if cy.stillQueued(key) {
+		if cy.queuedJob(key) != nil {
 			out[key] = since
 		}
 	}
-	for key, since := range cy.s.Claims {
-		j := cy.queuedJob(key)
-		if cy.pre.judged[key] || j == nil || since.Before(waitingSince(j)) || since.After(cy.s.Now) {
-			continue
+	for key := range cy.s.Claims {
+		if j := cy.queuedJob(key); j != nil && !cy.pre.judged[key] {
+			if since, ok := cy.carried(j); ok {
+				out[key] = since
+			}
 		}
-		out[key] = since
 	}
 	if len(out) > 0 {
 		cy.plan.Claims = out
@@ -79,5 +88,3 @@ func (cy *cycle) queuedJob(key string) *Job {
 	}
 	return cy.jobByID(v.Namespace, v.JobID)
 }
-
-func (cy *cycle) stillQueued(key string) bool { return cy.queuedJob(key) != nil }
