@@ -169,6 +169,29 @@ func (s *sim) snapshot() *engine.Snapshot {
 			snap.Jobs = append(snap.Jobs, s.engineJob(j))
 		}
 	}
+	return s.withFinished(snap)
+}
+
+// deadRetention is how long the governor's store keeps a finished job
+// (cluster.DeadJobRetention): Nomad lists it, dead, until its garbage
+// collection, and the engine reads who preempted whom from it (a tenant
+// does not take back from one whose preemptions requeued its jobs in the
+// last 5 minutes).
+const deadRetention = time.Hour
+
+// withFinished adds to snap the jobs that finished within deadRetention,
+// dead, as the governor's snapshots hold them.
+func (s *sim) withFinished(snap *engine.Snapshot) *engine.Snapshot {
+	n := 0
+	for n < len(s.finished) && s.now-s.finished[n].end > deadRetention {
+		n++
+	}
+	s.finished = s.finished[n:]
+	for _, j := range s.finished {
+		ej := s.engineJob(j)
+		ej.Dead = true
+		snap.Jobs = append(snap.Jobs, ej)
+	}
 	return snap
 }
 

@@ -191,6 +191,9 @@ type sim struct {
 	// submitted counts the jobs submitted so far (s.jobs is in submission
 	// order); firstOpen is the first job that has not finished.
 	submitted, firstOpen int
+	// finished holds the jobs that ended within deadRetention, oldest
+	// first: the governor's store lists them, dead, that long.
+	finished []*jobRun
 	// onSettle, when set (tests), runs after every batch of events.
 	onSettle func()
 	// est learns run times of finished jobs per tenant and GPU count
@@ -429,6 +432,7 @@ func (s *sim) finish(j *jobRun) {
 		s.stopAlloc(j.allocs[len(j.allocs)-1])
 	}
 	j.done, j.end = true, s.now
+	s.finished = append(s.finished, j)
 	s.est.Observe(estimateKey(j), j.w.Duration)
 	s.ended++
 	j.ended++

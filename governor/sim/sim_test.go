@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/shoenig/test/must"
 
+	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/allot-sh/allot/governor/sim/workload"
@@ -469,4 +470,36 @@ func TestCyclesCarryTheClaimClock(t *testing.T) {
 	must.NoError(t, err)
 	s.loop()
 	must.Positive(t, carried, must.Sprint("claims outlived a cycle"))
+}
+
+// TestSnapshotsListFinishedJobsDead: as the governor's store, the
+// simulated governor sees a finished job, dead, for deadRetention (the
+// engine reads who preempted whom from such jobs), and not after.
+func TestSnapshotsListFinishedJobsDead(t *testing.T) {
+	sc := smallScenario(t, 3)
+	opts := DefaultOptions()
+	var s *sim
+	seen := 0
+	opts.OnCycle = func(snap *engine.Snapshot, _ *engine.Plan) {
+		dead := map[string]bool{}
+		for _, j := range snap.Jobs {
+			if j.Dead {
+				dead[j.Key()] = true
+			}
+		}
+		for _, j := range s.jobs[:s.submitted] {
+			recent := j.done && s.now-j.end <= deadRetention
+			must.Eq(t, recent, dead[j.key()], must.Sprintf("job %s at %v (done %v, ended %v)", j.key(), s.now, j.done, j.end))
+		}
+		seen += len(dead)
+	}
+	var err error
+	s, err = newSim(sc.Spec, sc.Jobs, Allot, opts)
+	must.NoError(t, err)
+	s.loop()
+	must.Positive(t, seen, must.Sprint("no cycle saw a finished job"))
+}
+
+func TestDeadRetentionIsTheStores(t *testing.T) {
+	must.Eq(t, cluster.DeadJobRetention, deadRetention)
 }
