@@ -32,8 +32,7 @@ import (
 func TestShareErrorFloor(t *testing.T) {
 	for _, row := range simgridRows(t) {
 		s := row.sim(t)
-		m := &floorMeter{lack: newLackMeter(row.sim(t))}
-		m.lack.s = s
+		m := &floorMeter{lack: newLackMeter(s)}
 		s.onSettle = m.settle
 		s.loop()
 		sum := Summarize(s.result())
