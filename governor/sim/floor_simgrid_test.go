@@ -41,7 +41,7 @@ import (
 func TestShareErrorFloor(t *testing.T) {
 	for _, row := range simgridRows(t) {
 		s := row.sim(t)
-		m := &floorMeter{lack: newLackMeter(s)}
+		m := newFloorMeter(s)
 		s.onSettle = m.settle
 		s.loop()
 		sum := Summarize(s.result())
@@ -94,7 +94,7 @@ func TestFloorOf(t *testing.T) {
 }
 
 // floorMeter sums, over the samples, allot's distance from the
-// entitlement and the two floors.
+// entitlement and the floors.
 type floorMeter struct {
 	lack                  *lackMeter
 	seen                  int
@@ -104,6 +104,10 @@ type floorMeter struct {
 	cheap []float64
 	// busy is cheap with no fewer GPUs allocated than allot had.
 	busy []float64
+}
+
+func newFloorMeter(s *sim) *floorMeter {
+	return &floorMeter{lack: newLackMeter(s), cheap: make([]float64, len(floorLosses)), busy: make([]float64, len(floorLosses))}
 }
 
 func (m *floorMeter) settle() {
@@ -155,19 +159,9 @@ func (m *floorMeter) settle() {
 	}
 	m.whole += floorOf(s.m.gpus, fair, all, none, m.lack.limits)
 	m.kept += floorOf(s.m.gpus, fair, held, running, m.lack.limits)
-	if m.cheap == nil {
-		m.cheap = make([]float64, len(floorLosses))
-	}
-	if m.busy == nil {
-		m.busy = make([]float64, len(floorLosses))
-	}
-	used := 0
-	for _, g := range smp.Tenant {
-		used += g
-	}
 	for k := range floorLosses {
 		m.cheap[k] += floorOf(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits)
-		m.busy[k] += floorAtLeast(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits, used)
+		m.busy[k] += floorAtLeast(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits, smp.Allocated)
 	}
 }
 
@@ -177,17 +171,13 @@ func (m *floorMeter) settle() {
 // a move's fresh checkpoint), the others are kept.
 var floorLosses = []time.Duration{0, 5 * time.Minute, 30 * time.Minute}
 
-// stopLoss is the work a stop of running job j would throw away now, as
-// interrupt counts it.
+// stopLoss is the work a stop of job j would throw away now, as
+// interrupt counts it (none while not every allocation runs).
 func (s *sim) stopLoss(j *jobRun) time.Duration {
-	if !j.running || s.opts.CheckpointOnStop || j.w.SavesOnStop {
+	if !j.running {
 		return 0
 	}
-	done := j.progress + s.now - j.runningSince
-	if c := j.w.Checkpoint; c > 0 {
-		return done - done/c*c
-	}
-	return done
+	return s.unsaved(j, j.progress+s.now-j.runningSince)
 }
 
 // floorOf is the least Σ |x_i − fair_i| over allocations x_i = kept_i +

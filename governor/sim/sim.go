@@ -487,19 +487,25 @@ func (s *sim) interrupt(j *jobRun) {
 	}
 	j.running = false
 	j.progress += s.now - j.runningSince
-	kept := time.Duration(0)
-	switch c := j.w.Checkpoint; {
-	case s.opts.CheckpointOnStop || j.w.SavesOnStop:
-		kept = j.progress
-	case c > 0:
-		kept = j.progress / c * c
-	}
-	lost := j.progress - kept
-	j.progress = kept
+	lost := s.unsaved(j, j.progress)
+	j.progress -= lost
 	j.lostGPUSec += lost.Seconds() * float64(j.w.GPUs())
 	s.m.lost(s.now, lost.Seconds()*float64(j.w.GPUs()))
 	j.preempted++
 	j.finishSeq++
+}
+
+// unsaved is how much of done, job j's work so far, a stop throws away:
+// none when the job saves a checkpoint when stopped, else the work since
+// its last periodic checkpoint (all of it when it never checkpoints).
+func (s *sim) unsaved(j *jobRun, done time.Duration) time.Duration {
+	switch c := j.w.Checkpoint; {
+	case s.opts.CheckpointOnStop || j.w.SavesOnStop:
+		return 0
+	case c > 0:
+		return done - done/c*c
+	}
+	return done
 }
 
 // estimateKey is what run times are learned by: tenant and GPUs.
