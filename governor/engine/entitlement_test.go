@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand"
 	"testing"
+	"time"
 
 	"github.com/shoenig/test/must"
 
@@ -95,13 +96,17 @@ func TestFairShareEntitlementRule(t *testing.T) {
 	// Quota 16 each on six 8-GPU nodes (48 GPUs). gang: a holds 16 and
 	// asks for 8 (demand 24), b holds 28, c 4: entitlements c 4, a and b
 	// 22. After: a 24, b 20, two GPUs from each entitlement instead of six.
-	gang := func() *scene {
-		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
-			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
-			run("b", "b3", "standard", "n5", 8, 1).run("b", "b4", "standard", "n6", 4, 50).
-			run("c", "c1", "standard", "n6", 4, 1).
-			queue(gpuJob("a", "gang", "standard", 8))
+	// b3, the one cheap victim, is lostMin past its checkpoint.
+	gangAfter := func(lostMin int) func() *scene {
+		return func() *scene {
+			return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+				run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+				run("b", "b3", "standard", "n5", 8, lostMin).run("b", "b4", "standard", "n6", 4, 50).
+				run("c", "c1", "standard", "n6", 4, 1).
+				queue(gpuJob("a", "gang", "standard", 8))
+		}
 	}
+	gang := gangAfter(3)
 	// small: gang with a asking for 4 GPUs (demand 20) and b3 split
 	// into two 4-GPU jobs, b3 lostMin past its checkpoint, b5 50:
 	// entitlements a 20, b 24, c 4; taking b3 leaves b at its
@@ -115,16 +120,19 @@ func TestFairShareEntitlementRule(t *testing.T) {
 				queue(gpuJob("a", "small", "standard", 4))
 		}
 	}
-	// pair: gang with b3 split into two 4-GPU jobs that would lose a
-	// minute: either alone leaves b above its entitlement (22), the two
-	// the gang needs leave it at 20.
-	pair := func() *scene {
-		return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
-			run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
-			run("b", "b3", "standard", "n5", 4, 1).run("b", "b5", "standard", "n5", 4, 1).
-			run("b", "b4", "standard", "n6", 4, 50).run("c", "c1", "standard", "n6", 4, 1).
-			queue(gpuJob("a", "gang", "standard", 8))
+	// pair: gang with b3 split into two 4-GPU jobs, b3 lost3 and b5 lost5
+	// minutes past their checkpoints: either alone leaves b above its
+	// entitlement (22), the two the gang needs leave it at 20.
+	pairAfter := func(lost3, lost5 int) func() *scene {
+		return func() *scene {
+			return sixNodes().run("a", "a1", "standard", "n1", 8, 1).run("a", "a2", "standard", "n2", 8, 1).
+				run("b", "b1", "standard", "n3", 8, 50).run("b", "b2", "standard", "n4", 8, 50).
+				run("b", "b3", "standard", "n5", 4, lost3).run("b", "b5", "standard", "n5", 4, lost5).
+				run("b", "b4", "standard", "n6", 4, 50).run("c", "c1", "standard", "n6", 4, 1).
+				queue(gpuJob("a", "gang", "standard", 8))
+		}
 	}
+	pair := pairAfter(3, 3)
 	// lowSmall: small, team a's job of class low below b3's standard.
 	lowSmall := func(lostMin int) func() *scene {
 		return func() *scene {
@@ -215,6 +223,9 @@ func TestFairShareEntitlementRule(t *testing.T) {
 		"entitlement: the victim that would lose more is taken":                    {sc: small(6), rule: FairRuleEntitlement, job: "a/small", victims: []string{"b3<-a/small"}, reason: "gpu: uses 16, entitled to 20.0"},
 		"auto: a cheap victim whose tenant would fall below its entitlement":       {sc: gang, rule: FairRuleAuto, job: "a/gang"},
 		"auto: cheap victims whose tenant would fall below it together":            {sc: pair, rule: FairRuleAuto, job: "a/gang"},
+		"auto: a victim that just checkpointed (FairCrossLoss), its tenant below":  {sc: gangAfter(1), rule: FairRuleAuto, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: a pair that just checkpointed, taken":                               {sc: pairAfter(1, 1), rule: FairRuleAuto, job: "a/gang", victims: []string{"b3<-a/gang", "b5<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
+		"auto: one of the pair lost 2 minutes: the pair is bounded":                {sc: pairAfter(1, 2), rule: FairRuleAuto, job: "a/gang"},
 		"entitlement: the pair is taken":                                           {sc: pair, rule: FairRuleEntitlement, job: "a/gang", victims: []string{"b3<-a/gang", "b5<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
 		"auto: the pair saves on stop, taken":                                      {sc: pair, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang", "b5<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
 		"auto: a victim that saves on stop, of a class above the job's":            {sc: lowGang, rule: FairRuleAuto, saves: true, job: "a/gang", victims: []string{"b3<-a/gang"}, reason: "gpu: uses 16, entitled to 22.0"},
@@ -239,9 +250,10 @@ func TestFairShareEntitlementRule(t *testing.T) {
 }
 
 // TestEntitlementWithin: a move that takes a victim whose job does not
-// save on stop keeps the preemptor at or below its entitlement and every
-// tenant it takes from at or above its own; a move whose victims of
-// other tenants all save is not bounded.
+// save on stop and that lost more than FairCrossLoss keeps the preemptor
+// at or below its entitlement and every tenant it takes from at or above
+// its own; a move whose victims of other tenants all save or just
+// checkpointed is not bounded.
 func TestEntitlementWithin(t *testing.T) {
 	// a uses 16 of its entitlement 20, b 28 of 22.
 	co := &cohort{governed: map[string]bool{"gpu": true}}
@@ -249,23 +261,31 @@ func TestEntitlementWithin(t *testing.T) {
 	b := &account{usage: quota.Vector{"gpu": 28}, cohort: co}
 	e := entitlement{a: {"gpu": 20}, b: {"gpu": 22}}
 	gpus := func(n int64) quota.Vector { return quota.Vector{"gpu": n} }
+	// Each victim lost 3 minutes of work: cheap, but more than
+	// FairCrossLoss.
 	of := func(acct *account, n int64, saves bool) *victim {
-		return &victim{acct: acct, use: gpus(n), saves: saves}
+		return &victim{acct: acct, use: gpus(n), saves: saves, work: 3 * time.Minute}
+	}
+	fresh := func(acct *account, n int64) *victim {
+		return &victim{acct: acct, use: gpus(n), work: FairCrossLoss}
 	}
 	cases := map[string]struct {
 		req  int64
 		set  []*victim
 		want bool
 	}{
-		"both stay within":                         {req: 4, set: []*victim{of(b, 4, false)}, want: true},
-		"to the entitlement on both sides":         {req: 4, set: []*victim{of(b, 6, false)}, want: true},
-		"the preemptor would pass its entitlement": {req: 8, set: []*victim{of(b, 4, false), of(b, 2, false)}},
-		"the victim's tenant would fall below it":  {req: 4, set: []*victim{of(b, 8, false)}},
-		"two victims that together fall below it":  {req: 4, set: []*victim{of(b, 4, false), of(b, 4, false)}},
-		"the preemptor's own victims make room":    {req: 8, set: []*victim{of(a, 4, false), of(b, 4, false)}, want: true},
-		"victims that save are not bounded":        {req: 8, set: []*victim{of(b, 8, true)}, want: true},
-		"one that does not save bounds the set":    {req: 8, set: []*victim{of(b, 4, true), of(b, 4, false)}},
-		"only the preemptor's own, not bounded":    {req: 8, set: []*victim{of(a, 4, false)}, want: true},
+		"both stay within":                            {req: 4, set: []*victim{of(b, 4, false)}, want: true},
+		"to the entitlement on both sides":            {req: 4, set: []*victim{of(b, 6, false)}, want: true},
+		"the preemptor would pass its entitlement":    {req: 8, set: []*victim{of(b, 4, false), of(b, 2, false)}},
+		"the victim's tenant would fall below it":     {req: 4, set: []*victim{of(b, 8, false)}},
+		"two victims that together fall below it":     {req: 4, set: []*victim{of(b, 4, false), of(b, 4, false)}},
+		"the preemptor's own victims make room":       {req: 8, set: []*victim{of(a, 4, false), of(b, 4, false)}, want: true},
+		"victims that save are not bounded":           {req: 8, set: []*victim{of(b, 8, true)}, want: true},
+		"one that does not save bounds the set":       {req: 8, set: []*victim{of(b, 4, true), of(b, 4, false)}},
+		"only the preemptor's own, not bounded":       {req: 8, set: []*victim{of(a, 4, false)}, want: true},
+		"victims that just checkpointed, not bounded": {req: 8, set: []*victim{fresh(b, 8)}, want: true},
+		"one that just did and one that saves":        {req: 8, set: []*victim{fresh(b, 4), of(b, 4, true)}, want: true},
+		"one that lost more bounds the set":           {req: 8, set: []*victim{fresh(b, 4), of(b, 4, false)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

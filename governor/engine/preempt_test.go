@@ -344,13 +344,34 @@ func TestPreemptionRules(t *testing.T) {
 			victims: []string{"lo<-a/urgent"},
 			reason:  "(priority)",
 		},
-		"within a tenant a lower class that would lose more than 30m keeps its GPUs": {
-			sc: twoTenants().run("a", "lo", "low", "n1", 4, 45).run("a", "std", "standard", "n2", 4, 1).
+		"within a tenant a lower class that would lose more than ClassLostWork keeps its GPUs": {
+			sc: twoTenants().run("a", "lo", "low", "n1", 4, 6).run("a", "std", "standard", "n2", 4, 1).
 				queue(gpuJob("a", "next", "standard", 4)),
 			reason: "limit:",
 		},
+		"within a tenant a lower class that saves on stop goes though it would lose 30m": {
+			sc: func() *scene {
+				sc := twoTenants().run("a", "lo", "low", "n1", 4, 30).run("a", "std", "standard", "n2", 4, 1).
+					queue(gpuJob("a", "next", "standard", 4))
+				sc.jobs[0].Groups[0].SavesOnStop = true
+				return sc
+			}(),
+			victims: []string{"lo<-a/next"},
+			reason:  "(priority)",
+		},
+		"within a tenant a gang's allocations lose ClassLostWork together: taken": {
+			sc: twoTenants().runGang("a", "lo", "low", "n1", 2, 2, 2).run("a", "hi", "high", "n2", 4, 1).
+				queue(gpuJob("a", "urgent", "high", 4)),
+			victims: []string{"lo<-a/urgent"},
+			reason:  "(priority)",
+		},
+		"within a tenant a gang whose allocations together lose more keeps its GPUs": {
+			sc: twoTenants().runGang("a", "lo", "low", "n1", 2, 2, 3).run("a", "hi", "high", "n2", 4, 1).
+				queue(gpuJob("a", "urgent", "high", 4)),
+			reason: "limit:",
+		},
 		"within a tenant an outranked job that loses little goes, not the lowest class that would lose much": {
-			sc: twoTenants().run("a", "long", "best-effort", "n1", 4, 59).run("a", "fresh", "low", "n2", 4, 20).
+			sc: twoTenants().run("a", "long", "best-effort", "n1", 4, 59).run("a", "fresh", "low", "n2", 4, 5).
 				queue(gpuJob("a", "urgent", "high", 4)),
 			victims: []string{"fresh<-a/urgent"},
 			reason:  "preempting a/fresh (priority)",

@@ -32,14 +32,14 @@ func TestRestOf(t *testing.T) {
 
 // restScene: tenant a (nominal 4, limit 8) runs two low jobs on two
 // 4-GPU nodes: "again", requeued twice and admitted again startedAgo ago
-// (it lost only that), and "long", never requeued, 20 minutes past its
-// checkpoint. Tenant b (nominal 4) runs nothing. a borrows b's 4.
+// (it lost only that), and "long", never requeued, 5 minutes past its
+// checkpoint (ClassLostWork: its tenant's higher class may take it). Tenant b (nominal 4) runs nothing. a borrows b's 4.
 func restScene(startedAgo time.Duration) *scene {
 	sc := &scene{tenants: []*Tenant{
 		mkTenant("a").Quota("gpu", 4).Limit("gpu", 8).Build(),
 		mkTenant("b").Quota("gpu", 4).Limit("gpu", 8).Build(),
 	}, nodes: []*Node{gpuNode("n1", 4), gpuNode("n2", 4)}}
-	sc.run("a", "again", "low", "n1", 4, 0).run("a", "long", "low", "n2", 4, 20)
+	sc.run("a", "again", "low", "n1", 4, 0).run("a", "long", "low", "n2", 4, 5)
 	sc.readmitted(0, 2, startedAgo)
 	return sc
 }
@@ -73,7 +73,7 @@ func TestResumedJobRests(t *testing.T) {
 			cfg: rest, startedAgo: 3 * time.Minute, preemptor: gpuJob("a", "std", "standard", 4),
 			want: []string{"long<-a/std"}},
 		"rested: the cheapest again": {
-			cfg: rest, startedAgo: 5 * time.Minute, preemptor: gpuJob("a", "std", "standard", 4),
+			cfg: rest, startedAgo: 4*time.Minute + 30*time.Second, preemptor: gpuJob("a", "std", "standard", 4),
 			want: []string{"again<-a/std"}},
 		"a reclaim takes a resting job": {
 			cfg: rest, startedAgo: 3 * time.Minute, preemptor: gpuJob("b", "mine", "standard", 4),
