@@ -501,8 +501,8 @@ func freshFirst(vs []*victim) {
 // job of a higher class of the same tenant takes its place (outranked).
 // Measured on the simulator's 18 standard contention weeks
 // (docs/simulator.md, round 44): with the 30 minutes the other
-// preemptions allow, these own-class preemptions threw away about 560 of
-// the 1,250 GPU-hours a week lost; with 5 minutes (and FairCrossLoss) a
+// preemptions allow, these own-class preemptions threw away 558 of
+// the 1,274 GPU-hours a week lost; with 5 minutes (and FairCrossLoss) a
 // week loses about 500 GPU-hours less and nets 0.3 points more useful
 // allocation, and a higher-class job waits about 3 minutes longer on
 // average.
