@@ -239,13 +239,13 @@ func (e entitlement) gainsWithin(a *account, gain quota.Vector) bool {
 }
 
 // within reports whether a move that takes a victim of set of another
-// tenant than preemptor p that throws away more than next to nothing
-// (victim.justSaved: its job does not save a checkpoint when stopped and
-// it loses more than FairCrossLoss) keeps both sides within their
-// entitlements: p, after req less its own victims, at or below its own,
-// and every other tenant at or above its own after losing all its
-// victims of set (keeps). A set whose other tenants' victims all just
-// saved is held to lowers alone. Under FairRuleAuto a victim that merely
+// tenant than preemptor p whose stop throws away more than next to
+// nothing (not victim.justSaved: its job does not save a checkpoint
+// when stopped and it loses more than FairCrossLoss) keeps both sides
+// within their entitlements: p, after req less its own victims, at or
+// below its own, and every other tenant at or above its own after
+// losing all its victims of set (keeps). A set whose other tenants'
+// victims all just saved is held to lowers alone. Under FairRuleAuto a victim that merely
 // lost little work since its last checkpoint is judged by the
 // entitlement rule; carried past its entitlement, a tenant would take
 // back from a third, which would take from a fourth: with 32 tenants
