@@ -240,24 +240,24 @@ func (e entitlement) gainsWithin(a *account, gain quota.Vector) bool {
 
 // within reports whether a move that takes a victim of set of another
 // tenant than preemptor p whose stop throws away more than next to
-// nothing (not victim.justSaved: its job does not save a checkpoint
-// when stopped and it loses more than FairCrossLoss) keeps both sides
-// within their entitlements: p, after req less its own victims, at or
-// below its own, and every other tenant at or above its own after
-// losing all its victims of set (keeps). A set whose other tenants'
-// victims all just saved is held to lowers alone. Under FairRuleAuto a victim that merely
-// lost little work since its last checkpoint is judged by the
-// entitlement rule; carried past its entitlement, a tenant would take
-// back from a third, which would take from a fourth: with 32 tenants
-// that tripled the preemptions. Bounding the victims' side alone, or the
-// preemptor's as no farther from its entitlement, threw away more work
-// on the standard weeks (docs/simulator.md, round 39); the victims' side
-// alone, once the reclaim wait limit counted from when a job became a
-// claim, met more targets where stops are instant and cost 0.28 points
-// of net useful allocation a week where they take 2 minutes (round 41);
-// so did admitting, beside these, moves that lower the distance by more
-// than their request (0.29 points where stops take 2 minutes, 0.9 with
-// 32 tenants; round 42). Victims that lose at most FairCrossLoss are
+// nothing (not victim.justSaved: its job does not save a checkpoint when
+// stopped and it loses more than FairCrossLoss) keeps both sides within
+// their entitlements: p, after req less its own victims, at or below its
+// own, and every other tenant at or above its own after losing all its
+// victims of set (keeps). A set whose other tenants' victims all just
+// saved is held to lowers alone. Under FairRuleAuto a victim that merely
+// lost little work since its last checkpoint is judged by the entitlement
+// rule; carried past its entitlement, a tenant would take back from a
+// third, which would take from a fourth: with 32 tenants that tripled the
+// preemptions. Bounding the victims' side alone, or the preemptor's as no
+// farther from its entitlement, threw away more work on the standard
+// weeks (docs/simulator.md, round 39); the victims' side alone, once the
+// reclaim wait limit counted from when a job became a claim, met more
+// targets where stops are instant and cost 0.28 points of net useful
+// allocation a week where they take 2 minutes (round 41); so did
+// admitting, beside these, moves that lower the distance by more than
+// their request (0.29 points where stops take 2 minutes, 0.9 with 32
+// tenants; round 42). Victims that lose at most FairCrossLoss are
 // unbounded since round 44.
 func (e entitlement) within(p *account, req quota.Vector, set []*victim) bool {
 	if everyOther(p, set, (*victim).justSaved) {
