@@ -27,7 +27,10 @@ import (
 //     work (as the simulator counts it: the work since its last periodic
 //     checkpoint, none for a job that saves on stop) may be dropped too;
 //     "as busy" also allocates no fewer GPUs than allot had at the sample
-//     (the bound may not buy fairness with idle GPUs).
+//     (the bound may not buy fairness with idle GPUs); "keeping the
+//     nominal" is as busy and also leaves every tenant at least the
+//     lesser of its nominal quota and what it ran (no preemption takes a
+//     tenant below its nominal, the quota's promise).
 //
 // All ignore placement (GPUs are counted, not packed onto nodes) and
 // judge each sample alone, so they are bounds, not a schedule: a schedule
@@ -35,7 +38,7 @@ import (
 // sample. The kept floors keep a job admitted but not yet placed whole,
 // where the sample counts only the GPUs placed, so allot's own sample may
 // score below them. Rows and settings as TestShareErrorByCheck's
-// (docs/simulator.md, rounds 42 and 43):
+// (docs/simulator.md, rounds 42 to 44):
 //
 //	SIMGRID_ROWS=1.2:2,1.5:3 go test -tags simgrid -run '^TestShareErrorFloor$' -v -timeout 30m ./governor/sim/
 func TestShareErrorFloor(t *testing.T) {
@@ -49,7 +52,7 @@ func TestShareErrorFloor(t *testing.T) {
 		fmt.Printf("%s load %.1f seed %d: share error %.4f (report %.4f), whole-job floor %.4f, without preemption %.4f",
 			row.cluster, row.load, row.seed, m.err/m.ent, sum.ShareError, m.whole/m.ent, m.kept/m.ent)
 		for k, most := range floorLosses {
-			fmt.Printf(", preempting what loses ≤ %v %.4f (as busy %.4f)", most, m.cheap[k]/m.ent, m.busy[k]/m.ent)
+			fmt.Printf(", preempting what loses ≤ %v %.4f (as busy %.4f, keeping the nominal %.4f)", most, m.cheap[k]/m.ent, m.busy[k]/m.ent, m.nominal[k]/m.ent)
 		}
 		fmt.Println()
 		must.InDelta(t, sum.ShareError, m.err/m.ent, 1e-3)
@@ -58,6 +61,8 @@ func TestShareErrorFloor(t *testing.T) {
 			must.LessEq(t, m.cheap[k]+1e-6, m.whole, must.Sprint("dropping only some running jobs cannot lower the floor"))
 			must.LessEq(t, m.busy[k]+1e-6, m.cheap[k], must.Sprint("allocating no fewer GPUs cannot lower the floor"))
 			must.LessEq(t, m.kept+1e-6, m.busy[k], must.Sprint("dropping what loses little cannot raise the floor"))
+			must.LessEq(t, m.nominal[k]+1e-6, m.busy[k], must.Sprint("keeping every tenant's nominal cannot lower the floor"))
+			must.LessEq(t, m.kept+1e-6, m.nominal[k], must.Sprint("keeping the nominal, dropping what loses little cannot raise the floor"))
 			if k > 0 {
 				must.LessEq(t, m.cheap[k-1]+1e-6, m.cheap[k], must.Sprint("a larger loss bound cannot raise the floor"))
 			}
@@ -85,7 +90,13 @@ func TestFloorOf(t *testing.T) {
 	// At least 8 GPUs in all: the first tenant entitled to 2 must take
 	// its 8-GPU job rather than leave the GPUs idle (8 instead of 4).
 	must.InDelta(t, 4, floorOf(16, []float64{2, 2}, [][]int{{8}, {}}, []int{0, 0}, []int{0, 0}), 1e-9)
-	must.InDelta(t, 8, floorAtLeast(16, []float64{2, 2}, [][]int{{8}, {}}, []int{0, 0}, []int{0, 0}, 8), 1e-9)
+	must.InDelta(t, 8, floorAtLeast(16, []float64{2, 2}, [][]int{{8}, {}}, []int{0, 0}, []int{0, 0}, nil, 8), 1e-9)
+	// The first tenant ran a 12-GPU job that may be dropped; the second
+	// waits with an 8-GPU one, both entitled to 8. Dropping the 12 for
+	// the 8 reaches 8; kept at its nominal (8) the first keeps the 12,
+	// and the second's 8 no longer fits: 4 + 8.
+	must.InDelta(t, 8, floorAtLeast(16, []float64{8, 8}, [][]int{{12}, {8}}, []int{0, 0}, []int{0, 0}, nil, 0), 1e-9)
+	must.InDelta(t, 12, floorAtLeast(16, []float64{8, 8}, [][]int{{12}, {8}}, []int{0, 0}, []int{0, 0}, []int{8, 0}, 0), 1e-9)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			must.InDelta(t, tc.want, floorOf(tc.gpus, tc.fair, tc.sizes, tc.kept, tc.limit), 1e-9)
@@ -104,10 +115,14 @@ type floorMeter struct {
 	cheap []float64
 	// busy is cheap with no fewer GPUs allocated than allot had.
 	busy []float64
+	// nominal is busy with every tenant left at least the lesser of its
+	// nominal quota and what it ran.
+	nominal []float64
 }
 
 func newFloorMeter(s *sim) *floorMeter {
-	return &floorMeter{lack: newLackMeter(s), cheap: make([]float64, len(floorLosses)), busy: make([]float64, len(floorLosses))}
+	return &floorMeter{lack: newLackMeter(s), cheap: make([]float64, len(floorLosses)), busy: make([]float64, len(floorLosses)),
+		nominal: make([]float64, len(floorLosses))}
 }
 
 func (m *floorMeter) settle() {
@@ -159,9 +174,17 @@ func (m *floorMeter) settle() {
 	}
 	m.whole += floorOf(s.m.gpus, fair, all, none, m.lack.limits)
 	m.kept += floorOf(s.m.gpus, fair, held, running, m.lack.limits)
+	keep := make([]int, n)
+	for i := range keep {
+		keep[i] = running[i]
+		if q := m.lack.weights[i]; q < keep[i] {
+			keep[i] = q
+		}
+	}
 	for k := range floorLosses {
 		m.cheap[k] += floorOf(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits)
-		m.busy[k] += floorAtLeast(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits, smp.Allocated)
+		m.busy[k] += floorAtLeast(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits, nil, smp.Allocated)
+		m.nominal[k] += floorAtLeast(s.m.gpus, fair, cheapBy[k], dearBy[k], m.lack.limits, keep, smp.Allocated)
 	}
 }
 
@@ -184,12 +207,13 @@ func (s *sim) stopLoss(j *jobRun) time.Duration {
 // the GPUs of a subset of sizes_i, x_i no more than limits_i (0: none),
 // Σ x_i ≤ gpus: a knapsack over the tenants by GPUs used.
 func floorOf(gpus int, fair []float64, sizes [][]int, kept, limits []int) float64 {
-	return floorAtLeast(gpus, fair, sizes, kept, limits, 0)
+	return floorAtLeast(gpus, fair, sizes, kept, limits, nil, 0)
 }
 
 // floorAtLeast is floorOf over the allocations that use at least least
-// GPUs in all (no more idle than a schedule that used least).
-func floorAtLeast(gpus int, fair []float64, sizes [][]int, kept, limits []int, least int) float64 {
+// GPUs in all (no more idle than a schedule that used least) and give
+// every tenant i at least lows_i (nil: no such bound).
+func floorAtLeast(gpus int, fair []float64, sizes [][]int, kept, limits, lows []int, least int) float64 {
 	inf := math.Inf(1)
 	best := make([]float64, gpus+1)
 	for c := 1; c <= gpus; c++ {
@@ -206,7 +230,7 @@ func floorAtLeast(gpus int, fair []float64, sizes [][]int, kept, limits []int, l
 		}
 		for add, ok := range subsetSums(sizes[i], gpus) {
 			x := kept[i] + add
-			if !ok || x > gpus || (x > top && add > 0) {
+			if !ok || x > gpus || (x > top && add > 0) || (lows != nil && x < lows[i]) {
 				continue
 			}
 			cost := math.Abs(float64(x) - fair[i])
