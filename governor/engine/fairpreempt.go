@@ -286,14 +286,21 @@ func everyOther(acct *account, set []*victim, ok func(*victim) bool) bool {
 // of work. A move whose victims of other tenants all did is not bounded
 // by entitlement.within.
 func (v *victim) justSaved() bool {
-	return v.saves || v.work <= FairCrossLoss
+	return v.losesAtMost(FairCrossLoss)
+}
+
+// losesAtMost reports whether stopping v throws away at most most of
+// work: its job saves a checkpoint when stopped, or it lost no more
+// since its last one.
+func (v *victim) losesAtMost(most time.Duration) bool {
+	return v.saves || v.work <= most
 }
 
 // stopsCheaply reports whether stopping v costs little: its job saves a
 // checkpoint when stopped, or it loses at most FairCheapLoss of work.
 // FairRuleAuto judges such a victim by the entitlement rule.
 func (v *victim) stopsCheaply() bool {
-	return v.saves || v.work <= FairCheapLoss
+	return v.losesAtMost(FairCheapLoss)
 }
 
 // othersLose sums, per tenant other than acct's, what its victims of set
