@@ -623,7 +623,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 	p.Cause = cause
 	p.Reason = preemptReason(p.Class, acct, cause, s.req, cy.starvedHeads[j], s.fair, set)
 	if passed && cause != CauseQueueOrder {
-		p.Reason += "; " + passedReason
+		p.Reason += fmt.Sprintf("; %s (they lose ≤ %s of work)", passedReason, FairLostWork)
 	}
 	for _, v := range set {
 		why := fmt.Sprintf("preempted by %s (%s): %s; loses %s of work since its last checkpoint%s",
@@ -683,7 +683,7 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 	}
 	switch cause {
 	case CausePriority:
-		return fmt.Sprintf("class %s of tenant %s outranks the victims' class (victims lose ≤ %s of work)", class, acct.t.Namespace, ClassLostWork)
+		return fmt.Sprintf("class %s of tenant %s outranks the victims' class (%s)", class, acct.t.Namespace, classLoss(set))
 	case CauseMove:
 		return fmt.Sprintf("moved so the starving head (class %s) of tenant %s fits now instead of waiting for its reserved nodes to drain: every moved job fits the free capacity elsewhere at once and loses ≤ %s of work or saves a checkpoint when stopped",
 			class, acct.t.Namespace, FairLostWork)
@@ -696,6 +696,19 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 			acct.t.Namespace, fair.gap, FairLostWork)
 	}
 	return fmt.Sprintf("tenant %s reclaims its nominal quota (%s) from tenants above theirs", acct.t.Namespace, vectorText(req))
+}
+
+// classLoss states the bound a priority preemption held set's victims
+// to (outranked): what they lose (ClassLostWork) or, where one saves a
+// checkpoint when stopped (and may be FairLostWork past its last
+// periodic one), that it saves.
+func classLoss(set []*victim) string {
+	for _, v := range set {
+		if v.saves {
+			return fmt.Sprintf("victims save a checkpoint when stopped or lose ≤ %s of work", ClassLostWork)
+		}
+	}
+	return fmt.Sprintf("victims lose ≤ %s of work", ClassLostWork)
 }
 
 func vectorText(v quota.Vector) string {

@@ -438,6 +438,33 @@ func TestPreemptionRules(t *testing.T) {
 	}
 }
 
+// A priority preemption's reason states the bound its victims were held
+// to: ClassLostWork, or saving a checkpoint on stop where a victim does
+// (it may be FairLostWork past its last periodic checkpoint).
+func TestPriorityReasonSaysTheBound(t *testing.T) {
+	cases := map[string]struct {
+		saves     bool
+		lost      int
+		want, not string
+	}{
+		"victim that loses little": {lost: 3, want: "(victims lose ≤ 5m0s of work)", not: "save a checkpoint"},
+		"victim that saves on stop": {saves: true, lost: 25,
+			want: "(victims save a checkpoint when stopped or lose ≤ 5m0s of work)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := twoTenants().run("a", "lo", "low", "n1", 4, tc.lost).run("a", "std", "standard", "n2", 4, 1).
+				queue(gpuJob("a", "next", "standard", 4))
+			sc.jobs[0].Groups[0].SavesOnStop = tc.saves
+			pr := onlyPreemption(t, Decide(testConfig(), sc.snap()), CausePriority)
+			must.StrContains(t, pr.Reason, "class standard of tenant a outranks the victims' class "+tc.want)
+			if tc.not != "" {
+				must.StrNotContains(t, pr.Reason, tc.not)
+			}
+		})
+	}
+}
+
 func TestReclaimChoosesTheTenantWithTheLargestShareFirst(t *testing.T) {
 	// a and c both borrow; c has the larger weighted share, so with equal
 	// class and lost work it gives back first.
