@@ -367,3 +367,23 @@ func TestBorrowHoldLetsFairBorrowersGo(t *testing.T) {
 		must.StrContains(t, why, want)
 	}
 }
+
+// TestPassedJobsBoundInReason: a's starved head (6 GPUs; a uses 6 of 8)
+// fits n1 only once b's borrowed b2 and a's own passed p1 stop; the
+// preemption is fair-share, and its reason says the passed jobs gave
+// their place back and what they lose at most.
+func TestPassedJobsBoundInReason(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 8).Build(), mkTenant("b").Quota("gpu", 8).Limit("gpu", 16).Build()},
+		nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8)}}
+	sc.run("b", "b1", "standard", "n2", 8, 10).run("b", "b2", "standard", "n1", 2, 10).
+		run("a", "o1", "standard", "n1", 2, 10).run("a", "p1", "standard", "n1", 4, 10)
+	o1, p1 := sc.jobs[2], sc.jobs[3]
+	o1.QueuedAt, o1.AdmittedAt = now.Add(-2*time.Hour), now.Add(-90*time.Minute)
+	p1.QueuedAt, p1.AdmittedAt = now.Add(-20*time.Minute), now.Add(-15*time.Minute)
+	sc.queue(mkJob("a", "big").Class("standard").Pool("gpu").Device("nvidia/gpu", 6).QueuedAt(now.Add(-time.Hour)).Build())
+	p := Decide(testConfig(), sc.snap())
+	must.Eq(t, []string{"b2<-a/big", "p1<-a/big"}, victimsOf(p))
+	pr := onlyPreemption(t, p, CauseFairShare)
+	must.StrContains(t, pr.Reason, "; "+passedReason+" (they lose ≤ 30m0s of work)")
+}

@@ -699,9 +699,9 @@ func preemptReason(class string, acct *account, cause string, req quota.Vector, 
 }
 
 // classLoss states the bound a priority preemption held set's victims
-// to (outranked): what they lose (ClassLostWork) or, where one saves a
-// checkpoint when stopped (and may be FairLostWork past its last
-// periodic one), that it saves.
+// to (outranked; a set with passed jobs has another cause): what they
+// lose (ClassLostWork) or, where one saves a checkpoint when stopped
+// (and may be FairLostWork past its last periodic one), that it saves.
 func classLoss(set []*victim) string {
 	for _, v := range set {
 		if v.saves {
