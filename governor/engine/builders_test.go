@@ -118,3 +118,13 @@ func snap(tenants []*Tenant, nodes []*Node, allocs []*Alloc, jobs ...*Job) *Snap
 	}
 	return s
 }
+
+// propertySeeds returns seeds 0 to n-1 and then extra: seeds a longer
+// run once found a property failing on, kept so the fix stays tested.
+func propertySeeds(n int64, extra ...int64) []int64 {
+	out := make([]int64, 0, int(n)+len(extra))
+	for seed := int64(0); seed < n; seed++ {
+		out = append(out, seed)
+	}
+	return append(out, extra...)
+}

@@ -78,6 +78,7 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 	cy.decideUnpins()
 	cy.finish()
 	cy.planClaims()
+	cy.planTaken()
 	cy.plan.Starving = map[string]string{}
 	for pool, j := range cy.starving {
 		cy.plan.Starving[pool] = j.Key()

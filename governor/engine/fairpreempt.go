@@ -133,12 +133,15 @@ func (cy *cycle) newFairPreemption(acct *account, req quota.Vector, prio int) *f
 
 // victim reports whether v may be preempted for fairness on its own.
 // Capacity does not go back and forth: a tenant never takes back from a
-// tenant whose preemptions requeued its jobs within reclaimWindow, and a
-// job that started within Config.FairMinRun is no fairness victim.
+// tenant whose preemptions requeued its jobs within reclaimWindow, a job
+// that started within Config.FairMinRun is no fairness victim, nor is
+// one requeued within reclaimWindow (admitted again at once, it would
+// otherwise be stopped twice within minutes: fairness never churns one
+// job; a reclaim still may take it).
 func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
 	anyClass := f.anyClass || (f.rule == FairRuleAuto && v.stopsCheaply())
 	if v.acct == f.acct || (v.prio > f.prio && !f.head && !anyClass) || v.lost > FairLostWork || !v.acct.aboveNominal(req) ||
-		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun {
+		f.lostTo[v.acct.t.Namespace] || f.now.Sub(v.newest) < f.minRun || requeuedWithin(v.j, f.now, reclaimWindow) {
 		return false
 	}
 	switch {
@@ -148,6 +151,11 @@ func (f *fairPreemption) victim(v *victim, req quota.Vector) bool {
 		return f.below && f.ent.above(v.acct, v.use)
 	}
 	return shareOf(v.acct, f.cluster, v.use, -1) >= f.after+f.gap
+}
+
+// requeuedWithin reports whether j was requeued within d before now.
+func requeuedWithin(j *Job, now time.Time, d time.Duration) bool {
+	return !j.RequeuedAt.IsZero() && now.Sub(j.RequeuedAt) <= d
 }
 
 // fairShareGap is Config.FairShareGap, FairShareGap when unset.
@@ -178,7 +186,8 @@ func (a *account) keepsNominal(use quota.Vector) bool {
 }
 
 // lostTo returns the tenants whose preemptions requeued jobs of tenant ns
-// within reclaimWindow (the jobs' allot.preempted-by and requeued-at).
+// within reclaimWindow (the jobs' allot.preempted-by and requeued-at, and
+// what the previous plan carried over: taken.go).
 func (cy *cycle) lostTo(ns string) map[string]bool {
 	if cy.pre.lostTo == nil {
 		cy.pre.lostTo = map[string]map[string]bool{}
@@ -192,6 +201,14 @@ func (cy *cycle) lostTo(ns string) map[string]bool {
 				cy.pre.lostTo[j.Namespace] = map[string]bool{}
 			}
 			cy.pre.lostTo[j.Namespace][by] = true
+		}
+		for victim, bys := range cy.carriedTaken() {
+			if cy.pre.lostTo[victim] == nil {
+				cy.pre.lostTo[victim] = map[string]bool{}
+			}
+			for by := range bys {
+				cy.pre.lostTo[victim][by] = true
+			}
 		}
 	}
 	return cy.pre.lostTo[ns]

@@ -182,7 +182,9 @@ func TestPropertyFairSharePreemptionNoPingPong(t *testing.T) {
 // saves tells which jobs save a checkpoint when stopped.
 func checkNoPingPong(t *testing.T, cfg Config, saves func(*Job) bool) {
 	fair, pingpong := 0, 0
-	for seed := int64(0); seed < 120; seed++ {
+	// The extra seeds failed a run over seeds 100000-100959 before the
+	// take-back memory was carried from plan to plan (taken.go).
+	for _, seed := range propertySeeds(120, 100441, 100691, 100905) {
 		r := rand.New(rand.NewSource(seed))
 		s, _, _ := fullCluster(r)
 		w := newWorld(cfg, s)

@@ -221,6 +221,11 @@ type Plan struct {
 	// plan became a claim (its tenant within its nominal quota with it):
 	// the caller passes it back as the next Snapshot.Claims (claims.go).
 	Claims map[string]time.Time `json:",omitempty"`
+	// Taken holds, by victim tenant and preemptor tenant, when the
+	// preemptor's latest preemption within the last 5 minutes requeued
+	// the victim's jobs (this plan's and the snapshot's): the caller
+	// passes it back as the next Snapshot.Taken (taken.go).
+	Taken map[string]map[string]time.Time `json:",omitempty"`
 }
 
 // Decision returns the decision for job ns/id, if the plan has one.

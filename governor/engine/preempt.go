@@ -43,6 +43,10 @@ type preemptState struct {
 	// (claims.go).
 	claims map[string]time.Time
 	judged map[string]bool
+	// taken holds, by victim tenant and preemptor tenant, when this
+	// cycle's preemptions requeued jobs of the one for the other
+	// (taken.go).
+	taken map[string]map[string]time.Time
 }
 
 func newPreemptState() preemptState {
@@ -638,6 +642,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		if v.acct != acct && byEntitlement(cy.cfg.FairShareRule, v.stopsCheaply()) {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
+		cy.noteTaken(v.j.Namespace, j.Namespace)
 		v.acct.giveBack(v.use)
 	}
 	acct.use(s.req)

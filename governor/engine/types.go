@@ -394,4 +394,10 @@ type Snapshot struct {
 	// (claims.go). A caller that does not carry it (nil) starts every
 	// claim's clock anew each cycle, so the limit never fires.
 	Claims map[string]time.Time
+	// Taken is the previous plan's Plan.Taken: which tenants' preemptions
+	// requeued each tenant's jobs within the last 5 minutes, and when
+	// (taken.go). A caller that does not carry it (nil) leaves the
+	// take-back rule to the jobs' allot.preempted-by alone, which dates
+	// only each job's latest preemption.
+	Taken map[string]map[string]time.Time
 }

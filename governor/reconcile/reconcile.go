@@ -61,6 +61,10 @@ type Reconciler struct {
 	// (under cycleMu): in memory, so a failover starts the claims'
 	// clocks anew (docs/governor.md, reclaim).
 	claims map[string]time.Time
+	// taken is the last plan's Plan.Taken, the next snapshot's (under
+	// cycleMu): in memory too, so after a failover the take-back rule
+	// reads the jobs' allot.preempted-by alone for 5 minutes.
+	taken map[string]map[string]time.Time
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
@@ -107,9 +111,9 @@ func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
 	start := time.Now()
 	snap := r.Store.Snapshot(r.Now())
 	held := contain(r.Config, snap)
-	snap.Claims = r.claims
+	snap.Claims, snap.Taken = r.claims, r.taken
 	plan := engine.Decide(r.Config, snap)
-	r.claims = plan.Claims
+	r.claims, r.taken = plan.Claims, plan.Taken
 	withContained(plan, held)
 	r.observeCycle(time.Since(start), plan)
 	pending := r.reserveAdmits(snap, plan)

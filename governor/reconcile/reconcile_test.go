@@ -148,3 +148,21 @@ func TestCycleCarriesTheClaimClock(t *testing.T) {
 	now = now.Add(time.Hour)
 	must.Eq(t, map[string]time.Time{"ml/b": start}, r.Cycle(context.Background()).Claims)
 }
+
+// TestCycleCarriesTheTakeBackMemory: which tenants' preemptions requeued
+// whose jobs (Plan.Taken) passes from each cycle's plan to the next
+// cycle's snapshot while it is at most 5 minutes old, so the take-back
+// rule does not rest on allot.preempted-by alone.
+func TestCycleCarriesTheTakeBackMemory(t *testing.T) {
+	r, _ := newReconciler(t, gpuJob("a", 2, true))
+	now := testNow()
+	r.Now = func() time.Time { return now }
+	took := now.Add(-time.Minute)
+	r.taken = map[string]map[string]time.Time{"ml": {"cv": took}}
+	must.Eq(t, map[string]map[string]time.Time{"ml": {"cv": took}}, r.Cycle(context.Background()).Taken)
+	now = now.Add(3 * time.Minute)
+	must.Eq(t, map[string]map[string]time.Time{"ml": {"cv": took}}, r.Cycle(context.Background()).Taken,
+		must.Sprint("the plan's record came back with the next snapshot"))
+	now = now.Add(2 * time.Minute)
+	must.MapEmpty(t, r.Cycle(context.Background()).Taken, must.Sprint("older than 5 minutes: dropped"))
+}

@@ -14,9 +14,9 @@ func (s *sim) cycle() {
 	s.m.lastCycle = s.now
 	s.m.cycles++
 	snap := s.snapshot()
-	snap.Claims = s.claims
+	snap.Claims, snap.Taken = s.claims, s.taken
 	plan := engine.Decide(s.opts.Engine, snap)
-	s.claims = plan.Claims
+	s.claims, s.taken = plan.Claims, plan.Taken
 	s.latest, s.heldSince = plan, nil
 	if s.opts.OnCycle != nil {
 		s.opts.OnCycle(snap, plan)

@@ -181,6 +181,9 @@ type sim struct {
 	// claims is latest's Plan.Claims, the next cycle's Snapshot.Claims
 	// (the reconciler carries them the same way).
 	claims map[string]time.Time
+	// taken is latest's Plan.Taken, the next cycle's Snapshot.Taken
+	// (carried as the reconciler carries it).
+	taken map[string]map[string]time.Time
 	// stopping holds the allocations of requeued jobs that still hold
 	// their capacity (StopDelay).
 	stopping []*alloc

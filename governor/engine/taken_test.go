@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shoenig/test/must"
+)
+
+// fairBusy is TestFairSharePreemption's first scene: a (8 GPUs, share
+// 1) asks for 2 more while b borrows 14; b3 (2 GPUs, checkpointed 2
+// minutes ago) is the only fairness victim the gap rule allows.
+func fairBusy() *scene {
+	return threeTenants().run("a", "a1", "standard", "n1", 6, 1).run("c", "c1", "standard", "n1", 2, 1).
+		run("b", "b1", "standard", "n2", 8, 1).
+		run("a", "a2", "standard", "n3", 2, 1).run("b", "b2", "standard", "n3", 2, 60).
+		run("b", "b3", "standard", "n3", 2, 2).run("b", "b4", "standard", "n3", 2, 40).
+		queue(gpuJob("a", "fair", "standard", 2))
+}
+
+// TestFairShareSparesRecentlyRequeued: a job requeued within
+// reclaimWindow and admitted again is no fairness victim, whoever
+// preempted it (the extended property runs saw such a job stopped for
+// fairness twice within 3 minutes); requeued earlier, it is one again.
+func TestFairShareSparesRecentlyRequeued(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	cases := map[string]struct {
+		requeued time.Duration // how long before now b3 was requeued (0: never)
+		victims  []string
+	}{
+		"never requeued: taken":          {victims: []string{"b3<-a/fair"}},
+		"requeued 4 minutes ago: spared": {requeued: 4 * time.Minute},
+		"requeued 5 minutes ago: spared": {requeued: reclaimWindow},
+		"requeued 6 minutes ago: taken":  {requeued: 6 * time.Minute, victims: []string{"b3<-a/fair"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := fairBusy()
+			if tc.requeued > 0 {
+				b3 := sc.job("b3")
+				b3.Requeues, b3.RequeuedAt, b3.PreemptedBy = 1, now.Add(-tc.requeued), "c/x"
+				sc.allocs[5].StartedAt = now.Add(-3 * time.Minute) // ran FairMinRun since
+			}
+			p := Decide(testConfig(), sc.snap())
+			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/fair"].Reason))
+		})
+	}
+}
+
+// TestTakenCarriesTheTakeBackMemory: Snapshot.Taken, the previous plan's
+// Plan.Taken, keeps a from taking back from b for reclaimWindow after
+// b's preemption requeued a job of a, though no job's meta names b any
+// more (the victim was admitted again and preempted by a third tenant);
+// a stale or future record is ignored, and the plan hands on the records
+// still within the window with its own preemptions.
+func TestTakenCarriesTheTakeBackMemory(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	cases := map[string]struct {
+		at      time.Time // when b took from a, by the carried record
+		victims []string
+		kept    bool // the record is handed on
+	}{
+		"b took from a a minute ago: a does not take back": {at: now.Add(-time.Minute), kept: true},
+		"six minutes ago: a takes":                         {at: now.Add(-6 * time.Minute), victims: []string{"b3<-a/fair"}},
+		"a record from the future is ignored":              {at: now.Add(time.Minute), victims: []string{"b3<-a/fair"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := fairBusy().snap()
+			s.Taken = map[string]map[string]time.Time{"a": {"b": tc.at}}
+			p := Decide(testConfig(), s)
+			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/fair"].Reason))
+			_, kept := p.Taken["a"]["b"]
+			must.Eq(t, tc.kept, kept)
+			if len(tc.victims) > 0 {
+				must.Eq(t, now, p.Taken["b"]["a"], must.Sprint("the plan's own preemption is handed on"))
+			}
+		})
+	}
+	t.Run("no record: the plan carries nothing but its own", func(t *testing.T) {
+		p := Decide(testConfig(), fairBusy().snap())
+		must.Eq(t, map[string]map[string]time.Time{"b": {"a": now}}, p.Taken)
+	})
+}
