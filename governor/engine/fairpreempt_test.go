@@ -18,21 +18,24 @@ func threeTenants() *scene {
 	}, nodes: []*Node{gpuNode("n1", 8), gpuNode("n2", 8), gpuNode("n3", 8)}}
 }
 
+// fairBusy: a holds 8 (share 1), b 14 (1.75), c 2; a asks for 2 more:
+// 1.25 after, b 1.5 after giving 2 back. b1..b4 are the classes of b's
+// jobs, lost2..lost4 the minutes b2..b4 ran since their last checkpoint.
+func fairBusy(b1, b2, b3, b4 string, lost2, lost3, lost4 int) *scene {
+	return threeTenants().run("a", "a1", "standard", "n1", 6, 1).run("c", "c1", "standard", "n1", 2, 1).
+		run("b", "b1", b1, "n2", 8, 1).
+		run("a", "a2", "standard", "n3", 2, 1).run("b", "b2", b2, "n3", 2, lost2).
+		run("b", "b3", b3, "n3", 2, lost3).run("b", "b4", b4, "n3", 2, lost4).
+		queue(gpuJob("a", "fair", "standard", 2))
+}
+
 // TestFairSharePreemption: a borrowing tenant whose share after its job
 // stays FairShareGap below a bigger borrower's (after losing its victims)
 // takes capacity from it, choosing victims with fresh checkpoints; no
 // preemption within the gap, of a victim that would lose much work, of a
 // higher class, or that would turn the order around.
 func TestFairSharePreemption(t *testing.T) {
-	// a holds 8 (share 1), b 14 (1.75), c 2; a asks for 2 more: 1.25
-	// after, b 1.5 after giving 2 back.
-	busy := func(b1, b2, b3, b4 string, lost2, lost3, lost4 int) *scene {
-		return threeTenants().run("a", "a1", "standard", "n1", 6, 1).run("c", "c1", "standard", "n1", 2, 1).
-			run("b", "b1", b1, "n2", 8, 1).
-			run("a", "a2", "standard", "n3", 2, 1).run("b", "b2", b2, "n3", 2, lost2).
-			run("b", "b3", b3, "n3", 2, lost3).run("b", "b4", b4, "n3", 2, lost4).
-			queue(gpuJob("a", "fair", "standard", 2))
-	}
+	busy := fairBusy
 	cases := map[string]struct {
 		sc      *scene
 		victims []string

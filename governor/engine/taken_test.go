@@ -7,15 +7,10 @@ import (
 	"github.com/shoenig/test/must"
 )
 
-// fairBusy is TestFairSharePreemption's first scene: a (8 GPUs, share
-// 1) asks for 2 more while b borrows 14; b3 (2 GPUs, checkpointed 2
-// minutes ago) is the only fairness victim the gap rule allows.
-func fairBusy() *scene {
-	return threeTenants().run("a", "a1", "standard", "n1", 6, 1).run("c", "c1", "standard", "n1", 2, 1).
-		run("b", "b1", "standard", "n2", 8, 1).
-		run("a", "a2", "standard", "n3", 2, 1).run("b", "b2", "standard", "n3", 2, 60).
-		run("b", "b3", "standard", "n3", 2, 2).run("b", "b4", "standard", "n3", 2, 40).
-		queue(gpuJob("a", "fair", "standard", 2))
+// fairTaker is fairBusy's scene where b3 (2 GPUs, checkpointed 2
+// minutes ago) is the only fairness victim the gap rule allows a/fair.
+func fairTaker() *scene {
+	return fairBusy("standard", "standard", "standard", "standard", 60, 2, 40)
 }
 
 // TestFairShareSparesRecentlyRequeued: a job requeued within
@@ -35,11 +30,15 @@ func TestFairShareSparesRecentlyRequeued(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sc := fairBusy()
+			sc := fairTaker()
 			if tc.requeued > 0 {
 				b3 := sc.job("b3")
 				b3.Requeues, b3.RequeuedAt, b3.PreemptedBy = 1, now.Add(-tc.requeued), "c/x"
-				sc.allocs[5].StartedAt = now.Add(-3 * time.Minute) // ran FairMinRun since
+				for _, a := range sc.allocs {
+					if a.JobID == "b3" {
+						a.StartedAt = now.Add(-3 * time.Minute) // ran FairMinRun since
+					}
+				}
 			}
 			p := Decide(testConfig(), sc.snap())
 			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/fair"].Reason))
@@ -66,7 +65,7 @@ func TestTakenCarriesTheTakeBackMemory(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := fairBusy().snap()
+			s := fairTaker().snap()
 			s.Taken = map[string]map[string]time.Time{"a": {"b": tc.at}}
 			p := Decide(testConfig(), s)
 			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/fair"].Reason))
@@ -78,7 +77,7 @@ func TestTakenCarriesTheTakeBackMemory(t *testing.T) {
 		})
 	}
 	t.Run("no record: the plan carries nothing but its own", func(t *testing.T) {
-		p := Decide(testConfig(), fairBusy().snap())
+		p := Decide(testConfig(), fairTaker().snap())
 		must.Eq(t, map[string]map[string]time.Time{"b": {"a": now}}, p.Taken)
 	})
 }
