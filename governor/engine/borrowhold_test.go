@@ -142,15 +142,36 @@ func TestReservationForTheMostStarved(t *testing.T) {
 // heads hold lending, reserve and preempt: no job is preempted for
 // fairness twice within reclaimWindow, no preemptor's job is preempted
 // back by its victim, no two tenants take from each other within a
-// minute, and a starved head's victims' tenants keep their nominal.
+// minute, and a starved head's victims' tenants keep their nominal;
+// under the engine's zero value and under the governor's default rules.
 func TestPropertyStarvedHeadNoChurn(t *testing.T) {
-	cfg := testConfig()
+	settings := map[string]struct {
+		rule, reclaim string
+		seeds         []int64
+	}{
+		// The extra seeds failed a run over seeds 100000-100959 before
+		// fairness spared jobs requeued within reclaimWindow.
+		"the engine's zero value": {seeds: propertySeeds(120, 100059, 100076, 100226, 100459, 100831)},
+		// Seed 300135 failed a run over seeds 300000-300959 before a
+		// tenant's own higher class spared them too.
+		"the governor's default rules": {rule: FairRuleAuto, reclaim: ReclaimCheckpointed, seeds: propertySeeds(120, 300135)},
+	}
+	for name, set := range settings {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.FairShareRule, cfg.Reclaim = set.rule, set.reclaim
+			checkStarvedHeadNoChurn(t, cfg, set.seeds)
+		})
+	}
+}
+
+// checkStarvedHeadNoChurn runs TestPropertyStarvedHeadNoChurn's cycles
+// under cfg on seeds.
+func checkStarvedHeadNoChurn(t *testing.T, cfg Config, seeds []int64) {
 	cfg.StarvationTimeout = 30 * time.Second
 	cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
 	heads, holds, twice, pingpong := 0, 0, 0, 0
-	// The extra seeds failed a run over seeds 100000-100959 before
-	// fairness spared jobs requeued within reclaimWindow.
-	for _, seed := range propertySeeds(120, 100059, 100076, 100226, 100459, 100831) {
+	for _, seed := range seeds {
 		r := rand.New(rand.NewSource(seed))
 		s, _, _ := fullCluster(r)
 		w := newWorld(cfg, s)

@@ -79,6 +79,7 @@ func Decide(cfg Config, s *Snapshot) *Plan {
 	cy.finish()
 	cy.planClaims()
 	cy.planTaken()
+	cy.planMoveHolds()
 	cy.plan.Starving = map[string]string{}
 	for pool, j := range cy.starving {
 		cy.plan.Starving[pool] = j.Key()

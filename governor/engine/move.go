@@ -79,6 +79,7 @@ func (cy *cycle) tryMove(j *Job, s *trial) []*victim {
 	for _, id := range s.movedTo {
 		cy.cap.closed[id] = true
 	}
+	cy.noteMoveHold(j, s.movedTo)
 	return set
 }
 

@@ -222,7 +222,9 @@ func TestPropertyMoveNoChurn(t *testing.T) {
 	cfg := testConfig()
 	cfg.StarvationTimeout = 30 * time.Second
 	moves, twice := 0, 0
-	for seed := int64(0); seed < 120; seed++ {
+	// Seed 201877 failed a run over forty times the seeds before a move's
+	// nodes were held for its head in the next cycles (moveholds.go).
+	for _, seed := range propertySeeds(120, 201877) {
 		r := rand.New(rand.NewSource(seed))
 		s := moveCluster(r)
 		w := newWorld(cfg, s)

@@ -226,6 +226,10 @@ type Plan struct {
 	// the victim's jobs (this plan's and the snapshot's): the caller
 	// passes it back as the next Snapshot.Taken (taken.go).
 	Taken map[string]map[string]time.Time `json:",omitempty"`
+	// MoveHolds holds, by "ns/id", the nodes a move emptied for a head
+	// the plan leaves queued, and when: the caller passes it back as the
+	// next Snapshot.MoveHolds (moveholds.go).
+	MoveHolds map[string]MoveHold `json:",omitempty"`
 }
 
 // Decision returns the decision for job ns/id, if the plan has one.

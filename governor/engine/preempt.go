@@ -47,6 +47,9 @@ type preemptState struct {
 	// cycle's preemptions requeued jobs of the one for the other
 	// (taken.go).
 	taken map[string]map[string]time.Time
+	// moveHolds holds, by head, the nodes this cycle's moves emptied for
+	// it (moveholds.go).
+	moveHolds map[string]MoveHold
 }
 
 func newPreemptState() preemptState {
@@ -371,7 +374,10 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		}
 		switch {
 		case v.acct == acct:
-			if (outranked(v, prio) || cy.passedHead(j, v, prio)) && !cy.resting(v) {
+			// Its own lower classes, as a fair-share victim of another
+			// tenant, spare a job requeued within reclaimWindow: a job is
+			// not stopped twice within minutes but by a reclaim.
+			if (outranked(v, prio) || cy.passedHead(j, v, prio)) && !cy.resting(v) && !requeuedWithin(v.j, cy.s.Now, reclaimWindow) {
 				out = append(out, v)
 			}
 		case reclaim:

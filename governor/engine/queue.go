@@ -103,6 +103,7 @@ func (cy *cycle) admitQueue(entries byQueue) {
 		e.shape = cy.shapeOf(e.j, e.missing)
 	}
 	cy.findBorrowHolds(entries)
+	cy.holdMoves()
 	walk := cy.newFairWalk(entries)
 	for e := walk.next(); e != nil; e = walk.next() {
 		j := e.j

@@ -28,7 +28,7 @@ func newWorld(cfg Config, s *Snapshot) *world {
 // step runs one cycle, applies its plan and returns it.
 func (w *world) step() *Plan {
 	p := Decide(w.cfg, w.s)
-	w.s.Claims, w.s.Taken = p.Claims, p.Taken // carried as the governor carries them
+	w.s.Claims, w.s.Taken, w.s.MoveHolds = p.Claims, p.Taken, p.MoveHolds // carried as the governor carries them
 	for _, pr := range p.Preemptions {
 		for _, v := range pr.Victims {
 			w.pairs[pr.Namespace+"/"+pr.JobID+">"+v.Namespace+"/"+v.JobID] = true

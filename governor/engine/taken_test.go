@@ -81,3 +81,32 @@ func TestTakenCarriesTheTakeBackMemory(t *testing.T) {
 		must.Eq(t, map[string]map[string]time.Time{"b": {"a": now}}, p.Taken)
 	})
 }
+
+// TestOwnClassSparesRecentlyRequeued: a tenant's higher class does not
+// take its lower-class job requeued within reclaimWindow either (the
+// property run under the governor's default rules saw one stopped twice
+// within 90 s, the second time beside a fair-share victim); requeued
+// earlier, it is taken as before.
+func TestOwnClassSparesRecentlyRequeued(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	cases := map[string]struct {
+		requeued time.Duration // how long before now lo was requeued (0: never)
+		victims  []string
+	}{
+		"never requeued: taken":          {victims: []string{"lo<-a/hi"}},
+		"requeued 2 minutes ago: spared": {requeued: 2 * time.Minute},
+		"requeued 6 minutes ago: taken":  {requeued: 6 * time.Minute, victims: []string{"lo<-a/hi"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 8).Build()}, nodes: []*Node{gpuNode("n1", 8)}}
+			sc.run("a", "lo", "low", "n1", 8, 1).queue(gpuJob("a", "hi", "high", 8))
+			if tc.requeued > 0 {
+				lo := sc.job("lo")
+				lo.Requeues, lo.RequeuedAt, lo.PreemptedBy = 1, now.Add(-tc.requeued), "b/x"
+			}
+			p := Decide(testConfig(), sc.snap())
+			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/hi"].Reason))
+		})
+	}
+}

@@ -400,4 +400,9 @@ type Snapshot struct {
 	// take-back rule to the jobs' allot.preempted-by alone, which dates
 	// only each job's latest preemption.
 	Taken map[string]map[string]time.Time
+	// MoveHolds is the previous plan's Plan.MoveHolds: the nodes a move
+	// emptied for its head, reserved for it before the walk while it is
+	// queued, for at most 5 minutes (moveholds.go). A caller that does not
+	// carry it (nil) leaves a moved-for head to the walk's order.
+	MoveHolds map[string]MoveHold
 }

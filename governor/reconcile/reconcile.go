@@ -65,6 +65,9 @@ type Reconciler struct {
 	// cycleMu): in memory too, so after a failover the take-back rule
 	// reads the jobs' allot.preempted-by alone for 5 minutes.
 	taken map[string]map[string]time.Time
+	// moveHolds is the last plan's Plan.MoveHolds, the next snapshot's
+	// (under cycleMu, in memory).
+	moveHolds map[string]engine.MoveHold
 }
 
 // Run cycles on every store change and at least every Interval, until ctx
@@ -111,9 +114,9 @@ func (r *Reconciler) Cycle(ctx context.Context) *engine.Plan {
 	start := time.Now()
 	snap := r.Store.Snapshot(r.Now())
 	held := contain(r.Config, snap)
-	snap.Claims, snap.Taken = r.claims, r.taken
+	snap.Claims, snap.Taken, snap.MoveHolds = r.claims, r.taken, r.moveHolds
 	plan := engine.Decide(r.Config, snap)
-	r.claims, r.taken = plan.Claims, plan.Taken
+	r.claims, r.taken, r.moveHolds = plan.Claims, plan.Taken, plan.MoveHolds
 	withContained(plan, held)
 	r.observeCycle(time.Since(start), plan)
 	pending := r.reserveAdmits(snap, plan)

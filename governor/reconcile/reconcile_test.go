@@ -166,3 +166,21 @@ func TestCycleCarriesTheTakeBackMemory(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	must.MapEmpty(t, r.Cycle(context.Background()).Taken, must.Sprint("older than 5 minutes: dropped"))
 }
+
+// TestCycleCarriesTheMoveHolds: the nodes a move emptied for its head
+// (Plan.MoveHolds) pass from each cycle's plan to the next cycle's
+// snapshot while the head is queued.
+func TestCycleCarriesTheMoveHolds(t *testing.T) {
+	r, _ := newReconciler(t, gpuJob("a", 4, true), gpuJob("b", 4, true))
+	r.Store.SetNamespaces([]*api.Namespace{{Name: "ml", Meta: map[string]string{"allot.quota.gpu": "8"}}})
+	now := testNow()
+	r.Now = func() time.Time { return now }
+	r.Cycle(context.Background())
+	hold := engine.MoveHold{At: now, Nodes: []string{"n1"}}
+	r.moveHolds = map[string]engine.MoveHold{"ml/b": hold}
+	now = now.Add(time.Minute)
+	must.Eq(t, map[string]engine.MoveHold{"ml/b": hold}, r.Cycle(context.Background()).MoveHolds, must.Sprint("b is still queued"))
+	now = now.Add(time.Minute)
+	must.Eq(t, map[string]engine.MoveHold{"ml/b": hold}, r.Cycle(context.Background()).MoveHolds,
+		must.Sprint("the plan's hold came back with the next snapshot"))
+}

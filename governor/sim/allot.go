@@ -14,9 +14,9 @@ func (s *sim) cycle() {
 	s.m.lastCycle = s.now
 	s.m.cycles++
 	snap := s.snapshot()
-	snap.Claims, snap.Taken = s.claims, s.taken
+	snap.Claims, snap.Taken, snap.MoveHolds = s.claims, s.taken, s.moveHolds
 	plan := engine.Decide(s.opts.Engine, snap)
-	s.claims, s.taken = plan.Claims, plan.Taken
+	s.claims, s.taken, s.moveHolds = plan.Claims, plan.Taken, plan.MoveHolds
 	s.latest, s.heldSince = plan, nil
 	if s.opts.OnCycle != nil {
 		s.opts.OnCycle(snap, plan)

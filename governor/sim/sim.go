@@ -184,6 +184,9 @@ type sim struct {
 	// taken is latest's Plan.Taken, the next cycle's Snapshot.Taken
 	// (carried as the reconciler carries it).
 	taken map[string]map[string]time.Time
+	// moveHolds is latest's Plan.MoveHolds, the next cycle's
+	// Snapshot.MoveHolds.
+	moveHolds map[string]engine.MoveHold
 	// stopping holds the allocations of requeued jobs that still hold
 	// their capacity (StopDelay).
 	stopping []*alloc
