@@ -374,9 +374,10 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 		}
 		switch {
 		case v.acct == acct:
-			// Its own lower classes, as a fair-share victim of another
-			// tenant, spare a job requeued within reclaimWindow: a job is
-			// not stopped twice within minutes but by a reclaim.
+			// A job requeued within reclaimWindow is no victim of its own
+			// tenant's higher class either (nor of fairness,
+			// fairPreemption.victim): only a reclaim stops a job twice
+			// within minutes.
 			if (outranked(v, prio) || cy.passedHead(j, v, prio)) && !cy.resting(v) && !requeuedWithin(v.j, cy.s.Now, reclaimWindow) {
 				out = append(out, v)
 			}
