@@ -192,7 +192,7 @@ func (cy *cycle) lostTo(ns string) map[string]bool {
 	if cy.pre.lostTo == nil {
 		cy.pre.lostTo = map[string]map[string]bool{}
 		for _, j := range cy.jobs {
-			if j.PreemptedBy == "" || j.RequeuedAt.IsZero() || cy.s.Now.Sub(j.RequeuedAt) > reclaimWindow {
+			if j.PreemptedBy == "" || !requeuedWithin(j, cy.s.Now, reclaimWindow) {
 				continue
 			}
 			keys := strings.Fields(j.PreemptedBy)

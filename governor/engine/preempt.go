@@ -92,7 +92,7 @@ func (cy *cycle) owedPreemptors(jobs []*Job) map[string]bool {
 	owed := map[string]bool{}
 	cy.pre.owed = owed
 	for _, j := range jobs {
-		if j.State == Queued && j.PreemptedBy != "" && cy.s.Now.Sub(j.RequeuedAt) <= reclaimWindow {
+		if j.State == Queued && j.PreemptedBy != "" && requeuedWithin(j, cy.s.Now, reclaimWindow) {
 			owed[lastPreemptor(j)] = true
 		}
 	}

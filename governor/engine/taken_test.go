@@ -18,7 +18,6 @@ func fairTaker() *scene {
 // preempted it (the extended property runs saw such a job stopped for
 // fairness twice within 3 minutes); requeued earlier, it is one again.
 func TestFairShareSparesRecentlyRequeued(t *testing.T) {
-	now := t0.Add(10 * time.Second)
 	cases := map[string]struct {
 		requeued time.Duration // how long before now b3 was requeued (0: never)
 		victims  []string
@@ -32,13 +31,7 @@ func TestFairShareSparesRecentlyRequeued(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sc := fairTaker()
 			if tc.requeued > 0 {
-				b3 := sc.job("b3")
-				b3.Requeues, b3.RequeuedAt, b3.PreemptedBy = 1, now.Add(-tc.requeued), "c/x"
-				for _, a := range sc.allocs {
-					if a.JobID == "b3" {
-						a.StartedAt = now.Add(-3 * time.Minute) // ran FairMinRun since
-					}
-				}
+				requeuedBefore(sc, "b3", tc.requeued, "c/x")
 			}
 			p := Decide(testConfig(), sc.snap())
 			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/fair"].Reason))
@@ -88,7 +81,6 @@ func TestTakenCarriesTheTakeBackMemory(t *testing.T) {
 // within 90 s, the second time beside a fair-share victim); requeued
 // earlier, it is taken as before.
 func TestOwnClassSparesRecentlyRequeued(t *testing.T) {
-	now := t0.Add(10 * time.Second)
 	cases := map[string]struct {
 		requeued time.Duration // how long before now lo was requeued (0: never)
 		victims  []string
@@ -102,11 +94,24 @@ func TestOwnClassSparesRecentlyRequeued(t *testing.T) {
 			sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 8).Build()}, nodes: []*Node{gpuNode("n1", 8)}}
 			sc.run("a", "lo", "low", "n1", 8, 1).queue(gpuJob("a", "hi", "high", 8))
 			if tc.requeued > 0 {
-				lo := sc.job("lo")
-				lo.Requeues, lo.RequeuedAt, lo.PreemptedBy = 1, now.Add(-tc.requeued), "b/x"
+				requeuedBefore(sc, "lo", tc.requeued, "b/x")
 			}
 			p := Decide(testConfig(), sc.snap())
 			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/hi"].Reason))
 		})
+	}
+}
+
+// requeuedBefore makes running job id of sc one that preemptor by
+// requeued ago before the scene's now and that started again a minute
+// later (so it has run FairMinRun when ago is 3 minutes or more).
+func requeuedBefore(sc *scene, id string, ago time.Duration, by string) {
+	now := t0.Add(10 * time.Second)
+	j := sc.job(id)
+	j.Requeues, j.RequeuedAt, j.PreemptedBy = 1, now.Add(-ago), by
+	for _, a := range sc.allocs {
+		if a.JobID == id {
+			a.StartedAt = now.Add(-ago + time.Minute)
+		}
 	}
 }
