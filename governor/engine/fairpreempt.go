@@ -197,36 +197,44 @@ func (cy *cycle) lostTo(ns string) map[string]bool {
 			}
 			keys := strings.Fields(j.PreemptedBy)
 			by, _, _ := strings.Cut(keys[len(keys)-1], "/")
-			if cy.pre.lostTo[j.Namespace] == nil {
-				cy.pre.lostTo[j.Namespace] = map[string]bool{}
-			}
-			cy.pre.lostTo[j.Namespace][by] = true
+			markPair(cy.pre.lostTo, j.Namespace, by)
 		}
 		for victim, bys := range cy.carriedTaken() {
-			if cy.pre.lostTo[victim] == nil {
-				cy.pre.lostTo[victim] = map[string]bool{}
-			}
 			for by := range bys {
-				cy.pre.lostTo[victim][by] = true
+				markPair(cy.pre.lostTo, victim, by)
 			}
 		}
 	}
 	return cy.pre.lostTo[ns]
 }
 
-// noteLost records, under FairRuleEntitlement, that tenant by's
-// preemption requeues jobs of tenant ns in this cycle: within the cycle
-// too, ns does not take them back (lostTo). Without it a reclaim could
-// leave two borrowers each below its entitlement in turn, each taking a
-// job of the other in the same plan (TestPropertyFairSharePreemptionNoPingPong).
-// The gap rule's hysteresis keeps its own plans free of that, and its
-// decisions stay as they were.
+// noteLost records that tenant by's preemption (any but a move: the
+// moved jobs' tenant keeps its capacity) takes capacity of tenant ns in
+// this cycle: within the cycle too, ns does not take it back, for
+// fairness (lostTo) nor by a reclaim (planLost). Without it one plan
+// could stop jobs of each tenant for the other: a starved head's take
+// followed by the gap rule's take back, a fair-share take or a reclaim
+// that leaves its victims' tenant below its nominal quota followed by
+// that tenant's reclaim (TestPropertyNoPlanTakesBothWays; the
+// simulator's standard weeks had about a dozen such plans a week). A
+// reclaim still takes back in a later cycle: the nominal quota is
+// promised.
 func (cy *cycle) noteLost(ns, by string) {
 	cy.lostTo(ns) // built from the snapshot first
-	if cy.pre.lostTo[ns] == nil {
-		cy.pre.lostTo[ns] = map[string]bool{}
+	cy.pre.lostTo = markPair(cy.pre.lostTo, ns, by)
+	cy.pre.planLost = markPair(cy.pre.planLost, ns, by)
+}
+
+// markPair sets m[ns][by], making the maps it needs; it returns m.
+func markPair(m map[string]map[string]bool, ns, by string) map[string]map[string]bool {
+	if m == nil {
+		m = map[string]map[string]bool{}
 	}
-	cy.pre.lostTo[ns][by] = true
+	if m[ns] == nil {
+		m[ns] = map[string]bool{}
+	}
+	m[ns][by] = true
+	return m
 }
 
 // allows reports whether a whole victim set keeps every victim tenant's

@@ -32,6 +32,9 @@ type preemptState struct {
 	// lostTo holds, per tenant, the tenants whose preemptions requeued
 	// its jobs within reclaimWindow (fairpreempt.go; built on first use).
 	lostTo map[string]map[string]bool
+	// planLost holds, per tenant, the tenants whose preemptions in this
+	// plan took its capacity (moves aside: the moved keep it).
+	planLost map[string]map[string]bool
 	// ents holds the cohorts' entitlements (entitlement.go; built on
 	// first use).
 	ents map[*cohort]entitlement
@@ -383,7 +386,7 @@ func (cy *cycle) candidates(j *Job, acct *account, s *trial) []*victim {
 			}
 		case reclaim:
 			switch {
-			case !v.acct.aboveNominal(s.req):
+			case !v.acct.aboveNominal(s.req), cy.pre.planLost[acct.t.Namespace][v.acct.t.Namespace]:
 			case cy.reclaimable(v, s):
 				out = append(out, v)
 			default:
@@ -646,7 +649,7 @@ func (cy *cycle) commitPreemption(j *Job, acct *account, s *trial, set []*victim
 		} else {
 			cy.requeue(v.j, why, cause, j.Key(), v.lost)
 		}
-		if v.acct != acct && byEntitlement(cy.cfg.FairShareRule, v.stopsCheaply()) {
+		if v.acct != acct && !s.move {
 			cy.noteLost(v.j.Namespace, j.Namespace)
 		}
 		cy.noteTaken(v.j.Namespace, j.Namespace)
