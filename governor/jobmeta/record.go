@@ -109,9 +109,10 @@ func putTime(m map[string]string, key string, t time.Time) {
 // preemptorsKept bounds how many preemptors PreemptedBy remembers.
 const preemptorsKept = 8
 
-// withPreemptor appends key to list once, most recent last, keeping the
-// newest preemptorsKept entries.
-func withPreemptor(list []string, key string) []string {
+// WithPreemptor appends key to list once, most recent last, keeping the
+// newest preemptorsKept entries: allot.preempted-by's rule, which the
+// simulator (governor/sim) follows for its jobs too.
+func WithPreemptor(list []string, key string) []string {
 	keep := make([]string, 0, len(list)+1)
 	for _, k := range list {
 		if k != key {

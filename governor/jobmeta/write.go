@@ -100,7 +100,7 @@ func (s *Sealer) Requeue(job *api.Job, prev Record, preemptor string, st Stamp) 
 	r.Requeues++
 	r.RequeuedAt = st.Now
 	if ref := s.Ref(preemptor); preemptor != "" && ref != "" {
-		r.PreemptedBy = withPreemptor(r.PreemptedBy, ref)
+		r.PreemptedBy = WithPreemptor(r.PreemptedBy, ref)
 	}
 	return s.write(job, r, true, st.Now)
 }

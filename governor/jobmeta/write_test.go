@@ -96,7 +96,7 @@ func TestForget(t *testing.T) {
 func TestPreemptorsKept(t *testing.T) {
 	var list []string
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "b"} {
-		list = withPreemptor(list, k)
+		list = WithPreemptor(list, k)
 	}
 	must.Eq(t, []string{"c", "d", "e", "f", "g", "h", "i", "b"}, list)
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // cycle is one governor cycle: the real engine decides on a snapshot of
@@ -45,7 +46,7 @@ func (s *sim) cycle() {
 			s.setPin(j, d.Nodes)
 			admits = append(admits, j)
 		case d.Action == engine.Requeue && j.admitted:
-			j.preemptedBy = d.Preemptor
+			j.notePreemptor(d.Preemptor)
 			s.requeue(j)
 		case d.Action == engine.Unpin && j.admitted:
 			unpins = append(unpins, j)
@@ -94,6 +95,16 @@ func (s *sim) proxyAdmit(j *jobRun) {
 	s.m.proxyAdmits++
 	s.setPin(j, v.Nodes)
 	s.admit(j)
+}
+
+// notePreemptor records by ("ns/id"; none when empty) among j's
+// preemptors as the governor's allot.preempted-by keeps them: the newest
+// eight, so the engine's rule that a victim never preempts any of them
+// (docs/governor.md, No loops) holds in the simulator as on the stack.
+func (j *jobRun) notePreemptor(by string) {
+	if by != "" {
+		j.preemptedBy = jobmeta.WithPreemptor(j.preemptedBy, by)
+	}
 }
 
 func (s *sim) admit(j *jobRun) {

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"time"
 
 	"github.com/allot-sh/allot/governor/engine"
@@ -36,7 +37,7 @@ func fillJob(ej *engine.Job, j *jobRun, _ time.Duration) {
 	if j.requeues > 0 {
 		ej.RequeuedAt = epoch.Add(j.requeuedAt)
 	}
-	ej.PreemptedBy = j.preemptedBy
+	ej.PreemptedBy = strings.Join(j.preemptedBy, " ")
 	ej.NoGang = !j.w.Gang
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/allot-sh/allot/governor/cluster"
 	"github.com/allot-sh/allot/governor/engine"
+	"github.com/allot-sh/allot/governor/jobmeta"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/allot-sh/allot/governor/sim/workload"
 )
@@ -517,4 +519,37 @@ func TestSnapshotsListFinishedJobsDead(t *testing.T) {
 
 func TestDeadRetentionIsTheStores(t *testing.T) {
 	must.Eq(t, cluster.DeadJobRetention, deadRetention)
+}
+
+// TestSnapshotsCarryEveryKeptPreemptor: as the governor's
+// allot.preempted-by, a simulated job's PreemptedBy lists its newest
+// eight preemptors, most recent last, across requeues without one (the
+// simulator once passed the latest alone, so a victim could preempt an
+// earlier preemptor, which the engine's loop rule forbids on the stack).
+func TestSnapshotsCarryEveryKeptPreemptor(t *testing.T) {
+	sc := smallScenario(t, 3)
+	opts := DefaultOptions()
+	want := map[string][]string{}
+	checked, several := 0, 0
+	opts.OnCycle = func(snap *engine.Snapshot, p *engine.Plan) {
+		for _, j := range snap.Jobs {
+			if list, ok := want[j.Key()]; ok {
+				must.Eq(t, strings.Join(list, " "), j.PreemptedBy, must.Sprint(j.Key()))
+				checked++
+				if len(list) > 1 {
+					several++
+				}
+			}
+		}
+		for _, d := range p.Decisions {
+			if d.Action == engine.Requeue && d.Preemptor != "" {
+				key := d.Namespace + "/" + d.JobID
+				want[key] = jobmeta.WithPreemptor(want[key], d.Preemptor)
+			}
+		}
+	}
+	s, err := newSim(sc.Spec, sc.Jobs, Allot, opts)
+	must.NoError(t, err)
+	s.loop()
+	must.Positive(t, several, must.Sprintf("jobs preempted by several jobs (of %d checked)", checked))
 }

@@ -59,14 +59,16 @@ type jobRun struct {
 	finishSeq    int
 	// startSeq numbers the job's scheduled starts (StartDelay): only the
 	// latest counts.
-	startSeq    int
-	firstStart  time.Duration
-	end         time.Duration
-	requeues    int
-	preempted   int
-	admittedAt  time.Duration
-	requeuedAt  time.Duration
-	preemptedBy string
+	startSeq   int
+	firstStart time.Duration
+	end        time.Duration
+	requeues   int
+	preempted  int
+	admittedAt time.Duration
+	requeuedAt time.Duration
+	// preemptedBy lists the job's preemptors, most recent last, as
+	// allot.preempted-by keeps them (jobmeta.WithPreemptor).
+	preemptedBy []string
 	// eng is the job as the engine sees it, built once and updated.
 	eng        *engine.Job
 	lostGPUSec float64
