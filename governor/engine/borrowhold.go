@@ -207,10 +207,17 @@ func (a *account) lendable(r string) int64 {
 }
 
 // checkBorrowHold fails a job that would borrow from its cohort while
-// another job holds the cohort's lending; nil when it may go on.
+// another job holds the cohort's lending; nil when it may go on. An owed
+// preemptor (its victims were requeued for it within reclaimWindow) goes
+// on past its own tenant's hold: what its victims freed is its own, and
+// its preemption may itself have made the hold (its victims leaving its
+// tenant below 0.9 of its nominal, its tenant's older gang became the
+// starved head), which would keep it waiting with its victims stopped
+// for nothing. Another tenant's hold still holds it (docs/simulator.md,
+// round 47).
 func (cy *cycle) checkBorrowHold(j *Job, acct *account, quotaCheck Check) *Check {
 	h := cy.borrowHolds[acct.cohort]
-	if h == nil || !borrows([]Check{quotaCheck}) || !holdsBack(cy.cfg, h.head.Key(), h.start, j, cy.s.Now) {
+	if h == nil || (cy.pre.owed[j.Key()] && h.acct == acct) || !borrows([]Check{quotaCheck}) || !holdsBack(cy.cfg, h.head.Key(), h.start, j, cy.s.Now) {
 		return nil
 	}
 	over := pastEntitlement(cy.entitlementOf(acct.cohort)[acct], quotaCheck)

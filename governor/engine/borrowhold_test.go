@@ -410,3 +410,38 @@ func TestPassedJobsBoundInReason(t *testing.T) {
 	pr := onlyPreemption(t, p, CauseFairShare)
 	must.StrContains(t, pr.Reason, "; "+passedReason+" (they lose ≤ 30m0s of work)")
 }
+
+// ownHoldScene: a (5 of nominal 8) waits with its 8-GPU gang a/big for
+// an hour, the starved head that holds the cohort's lending; a/next (6
+// GPUs, 10 minutes) would borrow past a's fair share (11 of 9.5). c/vic
+// was requeued a minute ago, for a/next when owed.
+func ownHoldScene(owed bool) *scene {
+	sc := threeTenants().run("a", "a1", "standard", "n1", 5, 60).run("c", "c1", "standard", "n1", 2, 60).
+		run("b", "b1", "standard", "n2", 8, 60).run("c", "c2", "standard", "n3", 2, 60).
+		queue(waiting("a", "big", 8, time.Hour, 0)).queue(waiting("a", "next", 6, 30*time.Minute, 10*time.Minute)).
+		queue(waiting("b", "wait", 8, 20*time.Minute, 0)).queue(waiting("c", "vic", 1, 2*time.Minute, 0))
+	if owed {
+		requeuedBefore(sc, "vic", time.Minute, "a/next")
+	}
+	return sc
+}
+
+// TestOwedPreemptorPassesItsOwnTenantsHold: a/next's tenant's own
+// starved head holds the lending (its preemption's victims can leave
+// its tenant below 0.9 of its nominal and make the hold); owed, a/next
+// is admitted on what its victims freed instead of waiting with them
+// stopped for nothing. Not owed, it waits; another tenant's hold still
+// holds an owed preemptor (borrowScene's b/slow, a's hold).
+func TestOwedPreemptorPassesItsOwnTenantsHold(t *testing.T) {
+	for owed, want := range map[bool]State{false: Queued, true: Admitted} {
+		p := Decide(testConfig(), ownHoldScene(owed).snap())
+		must.SliceLen(t, 1, p.BorrowHolds)
+		must.Eq(t, "a/big", p.BorrowHolds[0].Job)
+		must.Eq(t, want, p.Verdicts["a/next"].State, must.Sprintf("owed %v: %s", owed, p.Verdicts["a/next"].Reason))
+	}
+
+	sc := borrowScene(60).queue(waiting("c", "vic", 1, 2*time.Minute, 0))
+	requeuedBefore(sc, "vic", time.Minute, "b/slow")
+	p := Decide(testConfig(), sc.snap())
+	must.StrContains(t, p.Verdicts["b/slow"].Reason, "whose lending is held for a/big")
+}
