@@ -216,7 +216,7 @@ func (cy *cycle) lostTo(ns string) map[string]bool {
 // followed by the gap rule's take back, a fair-share take or a reclaim
 // that leaves its victims' tenant below its nominal quota followed by
 // that tenant's reclaim (TestPropertyNoPlanTakesBothWays; the
-// simulator's standard weeks had about a dozen such plans a week). A
+// simulator had 21 such plans on three standard weeks). A
 // reclaim still takes back in a later cycle: the nominal quota is
 // promised.
 func (cy *cycle) noteLost(ns, by string) {

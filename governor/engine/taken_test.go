@@ -119,8 +119,8 @@ func requeuedBefore(sc *scene, id string, ago time.Duration, by string) {
 
 // TestPropertyNoPlanTakesBothWays: no plan stops jobs of tenant b for
 // tenant a and jobs of a for b. Capacity that goes both ways in one
-// plan stops two jobs for nothing; the simulator's standard weeks had a
-// dozen such plans a week (a starved head's take followed by the gap
+// plan stops two jobs for nothing; the simulator had 21 such plans on
+// three standard weeks (a starved head's take followed by the gap
 // rule's take back, a fair-share take followed by a reclaim back) before
 // every cross-tenant preemption but a move kept its victims' tenants
 // from taking back within the plan (noteLost). Moves aside: the moved
