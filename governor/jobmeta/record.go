@@ -111,7 +111,7 @@ const preemptorsKept = 8
 
 // WithPreemptor appends key to list once, most recent last, keeping the
 // newest preemptorsKept entries: allot.preempted-by's rule, which the
-// simulator (governor/sim) follows for its jobs too.
+// simulator (governor/sim, notePreemptor) follows for its jobs too.
 func WithPreemptor(list []string, key string) []string {
 	keep := make([]string, 0, len(list)+1)
 	for _, k := range list {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/allot-sh/allot/governor/engine"
-	"github.com/allot-sh/allot/governor/jobmeta"
 )
 
 // cycle is one governor cycle: the real engine decides on a snapshot of
@@ -97,14 +96,31 @@ func (s *sim) proxyAdmit(j *jobRun) {
 	s.admit(j)
 }
 
+// preemptorsKept is how many preemptors the governor's
+// allot.preempted-by keeps (governor/jobmeta; the simulator may not
+// import that Nomad-facing package, so TestKeepsPreemptorsAsTheMeta
+// checks this copy of its rule against it).
+const preemptorsKept = 8
+
 // notePreemptor records by ("ns/id"; none when empty) among j's
-// preemptors as the governor's allot.preempted-by keeps them: the newest
-// eight, so the engine's rule that a victim never preempts any of them
-// (docs/governor.md, No loops) holds in the simulator as on the stack.
+// preemptors as the governor's allot.preempted-by keeps them: once, most
+// recent last, the newest eight, so the engine's rule that a victim
+// never preempts any of them (docs/governor.md, No loops) holds in the
+// simulator as on the stack.
 func (j *jobRun) notePreemptor(by string) {
-	if by != "" {
-		j.preemptedBy = jobmeta.WithPreemptor(j.preemptedBy, by)
+	if by == "" {
+		return
 	}
+	keep := make([]string, 0, len(j.preemptedBy)+1)
+	for _, k := range j.preemptedBy {
+		if k != by {
+			keep = append(keep, k)
+		}
+	}
+	if keep = append(keep, by); len(keep) > preemptorsKept {
+		keep = keep[len(keep)-preemptorsKept:]
+	}
+	j.preemptedBy = keep
 }
 
 func (s *sim) admit(j *jobRun) {

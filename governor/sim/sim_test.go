@@ -553,3 +553,19 @@ func TestSnapshotsCarryEveryKeptPreemptor(t *testing.T) {
 	s.loop()
 	must.Positive(t, several, must.Sprintf("jobs preempted by several jobs (of %d checked)", checked))
 }
+
+// TestKeepsPreemptorsAsTheMeta: the simulator's copy of
+// allot.preempted-by's rule (notePreemptor) keeps what the governor's
+// (jobmeta.WithPreemptor) keeps, repeats and more than eight included.
+func TestKeepsPreemptorsAsTheMeta(t *testing.T) {
+	var j jobRun
+	var meta []string
+	for _, k := range []string{"a/1", "b/2", "", "c/3", "a/1", "d/4", "e/5", "f/6", "g/7", "h/8", "i/9", "b/2", "j/10"} {
+		j.notePreemptor(k)
+		if k != "" {
+			meta = jobmeta.WithPreemptor(meta, k)
+		}
+		must.Eq(t, meta, j.preemptedBy)
+	}
+	must.SliceLen(t, preemptorsKept, j.preemptedBy)
+}

@@ -67,7 +67,7 @@ type jobRun struct {
 	admittedAt time.Duration
 	requeuedAt time.Duration
 	// preemptedBy lists the job's preemptors, most recent last, as
-	// allot.preempted-by keeps them (jobmeta.WithPreemptor).
+	// allot.preempted-by keeps them (notePreemptor).
 	preemptedBy []string
 	// eng is the job as the engine sees it, built once and updated.
 	eng        *engine.Job
