@@ -256,7 +256,7 @@ func TestFairShareFlagsReachTheEngine(t *testing.T) {
 		return outcome{sums[0].Preemptions, sums[0].ShareError}
 	}
 	def := run()
-	for _, flag := range [][]string{{"-fair-share-gap", "0.02"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}, {"-fair-min-run", "1h"}} {
+	for _, flag := range [][]string{{"-fair-share-gap", "0.3"}, {"-fair-share-classes", "any"}, {"-fair-share-rule", "entitlement"}, {"-fair-min-run", "1h"}} {
 		must.NotEq(t, def, run(flag...), must.Sprintf("%v decides as the default does (%+v)", flag, def))
 	}
 	must.Eq(t, def, run("-fair-share-gap", "0.1", "-fair-share-classes", "not-above", "-fair-share-rule", "auto", "-fair-min-run", "2m"),
