@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math/rand"
 	"testing"
 	"time"
 
@@ -172,20 +171,13 @@ func checkStarvedHeadNoChurn(t *testing.T, cfg Config, seeds []int64) {
 	cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
 	heads, holds, twice, pingpong := 0, 0, 0, 0
 	for _, seed := range seeds {
-		r := rand.New(rand.NewSource(seed))
-		s, _, _ := fullCluster(r)
-		w := newWorld(cfg, s)
+		w, r := busyWorld(cfg, seed)
+		s := w.s
 		last := map[string]time.Time{}   // "a>b" → latest fairness preemption of b's jobs by a's
 		victim := map[string]time.Time{} // job key → when it was last preempted for fairness
 		for cycle := 0; cycle < 90; cycle++ {
-			s.Now = s.Now.Add(5 * time.Second)
-			w.finish()
-			w.arrive(r, 30, 400)
-			for _, a := range s.Allocs {
-				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
-					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
-				}
-			}
+			w.tick(r, 30, 400)
+			checkpointEvery(s, 2*time.Minute)
 			used := map[string]int64{} // live GPUs per tenant before the cycle
 			for _, a := range s.Allocs {
 				if a.Live {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math/rand"
 	"testing"
 	"time"
 
@@ -190,20 +189,13 @@ func checkNoPingPong(t *testing.T, cfg Config, saves func(*Job) bool) {
 	// and 400512 (gap 0.02, any class) one over 400000-401919 before the
 	// gap rule kept the memory within a plan too (noteLost).
 	for _, seed := range propertySeeds(120, 100441, 100691, 100905, 400385, 400512) {
-		r := rand.New(rand.NewSource(seed))
-		s, _, _ := fullCluster(r)
-		w := newWorld(cfg, s)
+		w, r := busyWorld(cfg, seed)
+		s := w.s
 		last := map[string]time.Time{} // "a>b" → latest fairness preemption of b's jobs by a's
 		for cycle := 0; cycle < 90; cycle++ {
-			s.Now = s.Now.Add(5 * time.Second)
-			w.finish()
-			w.arrive(r, 30, 400)
+			w.tick(r, 30, 400)
 			markSaving(s, saves)
-			for _, a := range s.Allocs { // every job checkpoints every 2 minutes
-				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
-					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
-				}
-			}
+			checkpointEvery(s, 2*time.Minute)
 			p := w.step()
 			for _, pr := range p.Preemptions {
 				if pr.Cause != CauseFairShare {
@@ -256,17 +248,11 @@ func TestPropertyFairRuleAuto(t *testing.T) {
 			other.FairShareRule, other.FairClasses = c.other.FairShareRule, c.other.FairClasses
 			fair := 0
 			for seed := int64(0); seed < 50; seed++ {
-				ra, ro := rand.New(rand.NewSource(seed)), rand.New(rand.NewSource(seed))
-				sa, _, _ := fullCluster(ra)
-				so, _, _ := fullCluster(ro)
-				wa, wo := newWorld(auto, sa), newWorld(other, so)
+				wa, ra := busyWorld(auto, seed)
+				wo, ro := busyWorld(other, seed)
 				for cycle := 0; cycle < 90; cycle++ {
-					for _, w := range []*world{wa, wo} {
-						w.s.Now = w.s.Now.Add(5 * time.Second)
-						w.finish()
-					}
-					wa.arrive(ra, 30, 400)
-					wo.arrive(ro, 30, 400)
+					wa.tick(ra, 30, 400)
+					wo.tick(ro, 30, 400)
 					for _, w := range []*world{wa, wo} {
 						markSaving(w.s, func(*Job) bool { return c.saves })
 						if c.lost > 0 {

@@ -244,11 +244,7 @@ func TestPropertyMoveNoChurn(t *testing.T) {
 				s.Jobs = append(s.Jobs, g)
 				w.ends[g.Key()] = s.Now.Add(time.Duration(600+r.Intn(3000)) * time.Second)
 			}
-			for _, a := range s.Allocs {
-				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
-					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
-				}
-			}
+			checkpointEvery(s, 2*time.Minute)
 			held := map[string]int{} // GPUs per job before the cycle
 			for _, a := range s.Allocs {
 				held[a.Namespace+"/"+a.JobID] += a.Devices[h200]

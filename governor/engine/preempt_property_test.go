@@ -91,13 +91,9 @@ func TestPropertyNoPreemptionLoops(t *testing.T) {
 	cfg.BackoffBase, cfg.BackoffCap = 5*time.Second, time.Minute
 	preemptions := 0
 	for seed := int64(0); seed < 120; seed++ {
-		r := rand.New(rand.NewSource(seed))
-		s, _, _ := fullCluster(r)
-		w := newWorld(cfg, s)
+		w, r := busyWorld(cfg, seed)
 		for cycle := 0; cycle < 60; cycle++ {
-			s.Now = s.Now.Add(5 * time.Second)
-			w.finish()
-			w.arrive(r, 10, 120)
+			w.tick(r, 10, 120)
 			preemptions += len(w.step().Preemptions)
 		}
 		must.SliceEmpty(t, w.preemptedBack(), must.Sprintf("seed %d", seed))

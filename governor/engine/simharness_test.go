@@ -25,6 +25,33 @@ func newWorld(cfg Config, s *Snapshot) *world {
 	return &world{s: s, cfg: cfg, ends: map[string]time.Time{}, pairs: map[string]bool{}}
 }
 
+// busyWorld is the scene most multi-cycle property tests share: seed's
+// random cluster with every GPU in use (fullCluster) under cfg, and the
+// random source its arrivals draw from.
+func busyWorld(cfg Config, seed int64) (*world, *rand.Rand) {
+	r := rand.New(rand.NewSource(seed))
+	s, _, _ := fullCluster(r)
+	return newWorld(cfg, s), r
+}
+
+// tick advances the clock by one 5-second cycle, finishes the jobs due
+// and submits arrivals (arrive) running minRun plus up to spread seconds.
+func (w *world) tick(r *rand.Rand, minRun, spread int) {
+	w.s.Now = w.s.Now.Add(5 * time.Second)
+	w.finish()
+	w.arrive(r, minRun, spread)
+}
+
+// checkpointEvery gives every allocation a checkpoint at each whole
+// period since it started, as a job checkpointing on that period would.
+func checkpointEvery(s *Snapshot, period time.Duration) {
+	for _, a := range s.Allocs {
+		if k := s.Now.Sub(a.StartedAt) / period; k > 0 {
+			a.LastCheckpoint = a.StartedAt.Add(k * period)
+		}
+	}
+}
+
 // step runs one cycle, applies its plan and returns it.
 func (w *world) step() *Plan {
 	p := Decide(w.cfg, w.s)

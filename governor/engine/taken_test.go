@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math/rand"
 	"testing"
 	"time"
 
@@ -146,19 +145,12 @@ func TestPropertyNoPlanTakesBothWays(t *testing.T) {
 func checkNoPlanTakesBothWays(t *testing.T, cfg Config, seeds []int64) {
 	takes := 0
 	for _, seed := range seeds {
-		r := rand.New(rand.NewSource(seed))
-		s, _, _ := fullCluster(r)
-		w := newWorld(cfg, s)
+		w, r := busyWorld(cfg, seed)
+		s := w.s
 		for cycle := 0; cycle < 90; cycle++ {
-			s.Now = s.Now.Add(5 * time.Second)
-			w.finish()
-			w.arrive(r, 30, 400)
+			w.tick(r, 30, 400)
 			markSaving(s, func(j *Job) bool { return len(j.ID)%2 == 0 })
-			for _, a := range s.Allocs { // every job checkpoints every 2 minutes
-				if k := s.Now.Sub(a.StartedAt) / (2 * time.Minute); k > 0 {
-					a.LastCheckpoint = a.StartedAt.Add(k * 2 * time.Minute)
-				}
-			}
+			checkpointEvery(s, 2*time.Minute)
 			p := w.step()
 			took := map[string]string{} // "b>a" → the preemption that took from b for a
 			for _, pr := range p.Preemptions {
