@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/shoenig/test/must"
@@ -83,14 +84,14 @@ func (r gridRow) sim(t *testing.T) *sim {
 	}
 	sc, err := GenerateWith(r.spec, p)
 	must.NoError(t, err)
-	s, err := newSim(sc.Spec, sc.Jobs, Allot, splitOptions(r.seed))
+	s, err := newSim(sc.Spec, sc.Jobs, Allot, splitOptions(t, r.seed))
 	must.NoError(t, err)
 	return s
 }
 
 // splitOptions are the default options with the SPLIT_* settings of the
-// environment.
-func splitOptions(seed int64) Options {
+// environment (SPLIT_STOPDELAY: the simulator's -stop-delay).
+func splitOptions(t *testing.T, seed int64) Options {
 	opts := DefaultOptions()
 	opts.Seed = seed
 	opts.CheckpointOnStop = os.Getenv("SPLIT_ONSTOP") != ""
@@ -102,6 +103,11 @@ func splitOptions(seed int64) Options {
 	}
 	if v := os.Getenv("SPLIT_ORDER"); v != "" {
 		opts.Engine.QueueOrder = v
+	}
+	if v := os.Getenv("SPLIT_STOPDELAY"); v != "" {
+		d, err := time.ParseDuration(v)
+		must.NoError(t, err, must.Sprint("SPLIT_STOPDELAY"))
+		opts.StopDelay = d
 	}
 	return opts
 }
