@@ -102,6 +102,35 @@ func TestOwnClassSparesRecentlyRequeued(t *testing.T) {
 	}
 }
 
+// TestOwnClassSparesATaker: a tenant's higher class does not take its
+// lower-class job whose preemption requeued another tenant's job within
+// takerRest (the simulator saw a 64-GPU gang take eight jobs and then
+// stop for its tenant's 8-GPU job, six times in five hours); one that
+// took its own tenant's job, or another tenant's earlier, it takes.
+func TestOwnClassSparesATaker(t *testing.T) {
+	cases := map[string]struct {
+		victimNS string        // tenant of the job lo requeued
+		ago      time.Duration // how long before now
+		victims  []string
+	}{
+		"took b's job 10 minutes ago: spared": {victimNS: "b", ago: 10 * time.Minute},
+		"took b's job 31 minutes ago: taken":  {victimNS: "b", ago: 31 * time.Minute, victims: []string{"lo<-a/hi"}},
+		"took its own tenant's job: taken":    {victimNS: "a", ago: 10 * time.Minute, victims: []string{"lo<-a/hi"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 8).Build(), mkTenant("b").Quota("gpu", 8).Build()},
+				nodes: []*Node{gpuNode("n1", 8)}}
+			sc.run("a", "lo", "low", "n1", 8, 1).queue(gpuJob("a", "hi", "high", 8))
+			taken := gpuJob(tc.victimNS, "x", "low", 8)
+			taken.Requeues, taken.RequeuedAt, taken.PreemptedBy = 1, t0.Add(10*time.Second-tc.ago), "a/lo"
+			sc.queue(taken)
+			p := Decide(testConfig(), sc.snap())
+			must.Eq(t, tc.victims, victimsOf(p), must.Sprint(p.Verdicts["a/hi"].Reason))
+		})
+	}
+}
+
 // requeuedBefore makes running job id of sc one that preemptor by
 // requeued ago before the scene's now and that started again a minute
 // later (so it has run FairMinRun when ago is 3 minutes or more).
