@@ -59,10 +59,12 @@ func TestBorrowHold(t *testing.T) {
 // TestStarvedHeadPreempts: the starved head may preempt a borrower's job
 // with a fresh checkpoint when the borrower keeps its nominal quota,
 // although the head's tenant's share after the gang (1.25) is above the
-// borrower's after (1.0), where plain fairness preemption refuses.
+// borrower's after (1.0), where plain fairness preemption refuses. n3's
+// six free GPUs are then the head's too (reserveFree), so c's 1-GPU job,
+// within its nominal, reclaims from a, which borrows 2 with its head.
 func TestStarvedHeadPreempts(t *testing.T) {
 	p := Decide(testConfig(), borrowScene(5).snap())
-	must.Eq(t, []string{"b2<-a/big"}, victimsOf(p))
+	must.Eq(t, []string{"a1<-c/own", "b2<-a/big"}, victimsOf(p))
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
 }
 
@@ -109,7 +111,7 @@ func TestFairMinRun(t *testing.T) {
 	cfg := testConfig()
 	cfg.FairMinRun = 30 * time.Second
 	p = Decide(cfg, sc.snap())
-	must.Eq(t, []string{"b2<-a/big"}, victimsOf(p))
+	must.Eq(t, []string{"a1<-c/own", "b2<-a/big"}, victimsOf(p)) // c/own: TestStarvedHeadPreempts
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting b/b2 (fair-share)")
 }
 

@@ -353,6 +353,7 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 			acct.claimed = quota.Vector{}
 		}
 		acct.claimed.Add(s.req)
+		s.reserveFree(nil)
 		cy.claimStopping(j.Key())
 		return fmt.Sprintf("waiting for stopping jobs to free their resources (%s); admitted once they are free", failed.Name), true
 	}
@@ -372,6 +373,9 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 		}
 		cy.pre.failed[memoKey] = f
 		return f.why, false
+	}
+	if !s.move {
+		s.reserveFree(set)
 	}
 	return cy.commitPreemption(j, acct, s, set), true
 }

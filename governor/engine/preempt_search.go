@@ -84,20 +84,63 @@ func (cy *cycle) addStopping(allocs []*Alloc) {
 // feasible reports whether j passes its limit, quota and fit checks once
 // the victims in set and the stopping allocations are gone.
 func (s *trial) feasible(set []*victim) bool {
+	_, ok := s.placeWithout(set, true)
+	return ok
+}
+
+// placeWithout places j as if the victims in set and the stopping
+// allocations were gone and then undoes it: the takes say where it
+// would go; ok tells whether it fits (and, with checkQuota, passes its limit
+// and quota checks first). The capacity is left as it was.
+func (s *trial) placeWithout(set []*victim, checkQuota bool) (fit fitResult, ok bool) {
 	cy := s.cy
 	s.release(set, 1)
+	defer s.release(set, -1)
+	if checkQuota && !(s.acct.withinLimit(s.req) && s.acct.withinQuota(s.req)) {
+		return fitResult{}, false
+	}
 	failed, cursor := cy.cap.failed, cy.cap.cursor
 	cy.cap.failed, cy.cap.cursor = map[string]string{}, map[string]int{}
-	ok := s.acct.withinLimit(s.req) && s.acct.withinQuota(s.req)
-	if ok {
-		fit := cy.cap.fitKeyed(s.j, s.missing, "\x00sim")
-		if ok = fit.ok; ok {
-			cy.cap.undo(fit.takes)
-		}
+	fit = cy.cap.fitKeyed(s.j, s.missing, "\x00sim")
+	if fit.ok {
+		cy.cap.undo(fit.takes)
 	}
 	cy.cap.failed, cy.cap.cursor = failed, cursor
-	s.release(set, -1)
-	return ok
+	return fit, fit.ok
+}
+
+// reserveFree takes out of the cycle's free capacity what j's placement
+// needs beyond what set and the stopping allocations free: the free
+// capacity a preemptor waiting for its victims counts on is its own for
+// the rest of the plan, as its victims' is. Without it a later job of the
+// walk took it (another preemptor's trial counted it too), and the
+// preemptor, its victims stopped, did not fit in the next cycle
+// (docs/simulator.md, round 48).
+func (s *trial) reserveFree(set []*victim) {
+	fit, ok := s.placeWithout(set, false)
+	if !ok {
+		return
+	}
+	for _, tk := range fit.takes {
+		fn := tk.fn
+		fn.cpu -= clampFree(tk.cpu, fn.cpu)
+		fn.mem -= clampFree(tk.mem, fn.mem)
+		for _, d := range tk.dev {
+			fn.addDev(d.idx, -int(clampFree(int64(d.n), int64(fn.dev[d.idx]))))
+		}
+	}
+}
+
+// clampFree is the part of want that free holds (none when free is not
+// positive).
+func clampFree(want, free int64) int64 {
+	switch {
+	case free <= 0:
+		return 0
+	case want < free:
+		return want
+	}
+	return free
 }
 
 // release frees (sign 1) or takes back (sign -1) the usage and capacity

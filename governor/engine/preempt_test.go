@@ -625,6 +625,33 @@ func TestOthersDoNotCountAWaitingPreemptorsCapacity(t *testing.T) {
 	must.StrContains(t, findVerdict(t, p, "boss").Reason, "waiting for stopping jobs")
 }
 
+// The free capacity a preemptor's placement counts on beside its
+// victims' is its own too: a later job of the walk does not take it (the
+// preemptor, its victims stopped, would not fit in the next cycle), nor
+// while the preemptor waits for its victims to stop (its victim lo,
+// queued again, took it). a/hi needs n1's 4 free GPUs and lo's 4; a/small
+// and lo would fit the free 4.
+func TestOthersDoNotTakeAPreemptorsFreeCapacity(t *testing.T) {
+	for _, stopping := range []bool{false, true} {
+		sc := &scene{tenants: []*Tenant{mkTenant("a").Quota("gpu", 16).Build()}, nodes: []*Node{gpuNode("n1", 8)}}
+		sc.run("a", "lo", "low", "n1", 4, 1)
+		if stopping {
+			sc.stoppingFor(0, "a/hi") // the last cycle requeued lo for a/hi
+		}
+		sc.queue(gpuJob("a", "hi", "high", 8)).queue(gpuJob("a", "small", "low", 2))
+		p := Decide(testConfig(), sc.snap())
+		if stopping {
+			must.StrContains(t, findVerdict(t, p, "hi").Reason, "waiting for stopping jobs")
+			must.SliceEmpty(t, p.Decisions, must.Sprintf("n1's free GPUs are hi's: %v", p.Decisions))
+			continue
+		}
+		must.Eq(t, []string{"lo<-a/hi"}, victimsOf(p))
+		v := findVerdict(t, p, "small")
+		must.Eq(t, Queued, v.State, must.Sprint(v.Reason))
+		must.StrContains(t, v.Reason, "fit")
+	}
+}
+
 // Under the entitlement rule a reclaim takes back what borrowers borrow
 // before what their tenants were promised, where that throws away no
 // more work for good: r's 8-GPU job (5 minutes past its checkpoint)
