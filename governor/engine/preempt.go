@@ -348,14 +348,16 @@ func (cy *cycle) tryPreempt(j *Job, acct *account, checks []Check) (string, bool
 	s := cy.newTrial(j, acct)
 	// A preemptor whose victims are still stopping waits for them rather
 	// than preempting more; its tenant's later jobs count its claim.
-	if cy.pre.owed[j.Key()] && len(cy.pre.stopping) > 0 && s.feasible(nil) {
-		if acct.claimed == nil {
-			acct.claimed = quota.Vector{}
+	if cy.pre.owed[j.Key()] && len(cy.pre.stopping) > 0 {
+		if fit, ok := s.placeWithout(nil, true); ok {
+			if acct.claimed == nil {
+				acct.claimed = quota.Vector{}
+			}
+			acct.claimed.Add(s.req)
+			cy.cap.reserve(fit.takes)
+			cy.claimStopping(j.Key())
+			return fmt.Sprintf("waiting for stopping jobs to free their resources (%s); admitted once they are free", failed.Name), true
 		}
-		acct.claimed.Add(s.req)
-		s.reserveFree(nil)
-		cy.claimStopping(j.Key())
-		return fmt.Sprintf("waiting for stopping jobs to free their resources (%s); admitted once they are free", failed.Name), true
 	}
 	cands := cy.candidates(j, acct, s)
 	set := choose(s, cands)

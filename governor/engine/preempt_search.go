@@ -111,17 +111,23 @@ func (s *trial) placeWithout(set []*victim, checkQuota bool) (fit fitResult, ok 
 
 // reserveFree takes out of the cycle's free capacity what j's placement
 // needs beyond what set and the stopping allocations free: the free
-// capacity a preemptor waiting for its victims counts on is its own for
-// the rest of the plan, as its victims' is. Without it a later job of the
-// walk took it (another preemptor's trial counted it too), and the
-// preemptor, its victims stopped, did not fit in the next cycle
-// (docs/simulator.md, round 48).
+// capacity a preemptor counts on is its own for the rest of the plan, as
+// its victims' is (and, while it waits for them to stop, tryPreempt
+// reserves it the same way). Without it a later job of the walk took it
+// (another preemptor's trial counted it too), and the preemptor, its
+// victims stopped, did not fit in the next cycle (docs/simulator.md,
+// round 48).
 func (s *trial) reserveFree(set []*victim) {
-	fit, ok := s.placeWithout(set, false)
-	if !ok {
-		return
+	if fit, ok := s.placeWithout(set, false); ok {
+		s.cy.cap.reserve(fit.takes)
 	}
-	for _, tk := range fit.takes {
+}
+
+// reserve takes from the free capacity the part of takes (a placement
+// made with capacity that was released for it, then undone) that is
+// free now.
+func (c *capacity) reserve(takes []take) {
+	for _, tk := range takes {
 		fn := tk.fn
 		fn.cpu -= clampFree(tk.cpu, fn.cpu)
 		fn.mem -= clampFree(tk.mem, fn.mem)

@@ -15,7 +15,10 @@ import (
 )
 
 // TestChurnScan lists what allot's preemptions on the grid's rows came
-// to, the scan that found the defects of rounds 47 and 48 (docs/simulator.md):
+// to, the scan that found the defects of rounds 47 and 48
+// (docs/simulator.md); report's TestChurn counts preemptions per cause
+// and per job with and without the requeue rest, this one asks which of
+// them were wasted:
 //
 //   - per cause, the victims, the GPU-hours of work they lost and the
 //     GPU-hours they held;
@@ -234,9 +237,9 @@ func (c *churnScan) print() {
 	for _, w := range c.waiting {
 		never += w.victims
 	}
-	sort.Slice(c.delays, func(i, k int) bool { return c.delays[i] < c.delays[k] })
+	st := NewStats(c.delays)
 	fmt.Printf("  preemptors started: %d, median after %v, p95 after %v; victims of preemptors started > %v later: %d, never: %d (%d preemptors)\n",
-		len(c.delays), quantile(c.delays, 0.5), quantile(c.delays, 0.95), lateStart, c.late, never, len(c.waiting))
+		st.N, st.P50.Round(time.Second), st.P95.Round(time.Second), lateStart, c.late, never, len(c.waiting))
 	if lates := c.lates; len(lates) > 0 {
 		if len(lates) > 8 {
 			lates = lates[:8]
@@ -257,13 +260,6 @@ func (c *churnScan) mostRequeued(n int) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(q*float64(len(sorted)-1))].Round(time.Second)
 }
 
 // at renders a simulation time as day and clock.
