@@ -258,8 +258,9 @@ func gpusOfVictim(s *Snapshot, v Victim) int {
 // nothing can be lent or reclaimed. a's own `standard` job p1, queued
 // after the head and admitted while it waited, gives its place back
 // (cause queue-order); o1, queued before the head, never does; nor does
-// p1 when it started within FairMinRun, when its checkpoint is stale, or
-// when the head has not starved yet.
+// p1 when it started within FairMinRun, when its checkpoint is stale,
+// when the head has not starved yet, or when p1 was admitted while the
+// head, requeued since (it keeps its queued-at), still ran.
 func TestStarvedHeadTakesBackPassedJobs(t *testing.T) {
 	now := t0.Add(10 * time.Second)
 	build := func(waited time.Duration, p1 func(j *Job, a *Alloc)) *scene {
@@ -290,7 +291,10 @@ func TestStarvedHeadTakesBackPassedJobs(t *testing.T) {
 		"head not starved yet": {sc: build(5*time.Minute, func(j *Job, _ *Alloc) {
 			j.QueuedAt, j.AdmittedAt = now.Add(-4*time.Minute), now.Add(-3*time.Minute)
 		})},
-		"higher class is no passer": {sc: build(time.Hour, func(j *Job, _ *Alloc) { j.Class = "high" })},
+		"higher class is no passer":   {sc: build(time.Hour, func(j *Job, _ *Alloc) { j.Class = "high" })},
+		"admitted while the head ran": {sc: requeuedHead(build(time.Hour, nil), now.Add(-12*time.Minute))},
+		"admitted after the head's requeue": {sc: requeuedHead(build(time.Hour, nil), now.Add(-16*time.Minute)),
+			victims: []string{"p1<-a/big"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -306,6 +310,14 @@ func TestStarvedHeadTakesBackPassedJobs(t *testing.T) {
 			must.StrContains(t, p.Verdicts["a/big"].Reason, "preempting a/p1 (queue-order)")
 		})
 	}
+}
+
+// requeuedHead makes sc's head a/big one that ran after it first queued
+// and was requeued at at (it keeps its queued-at).
+func requeuedHead(sc *scene, at time.Time) *scene {
+	head := sc.job("big")
+	head.Requeues, head.RequeuedAt, head.PreemptedBy = 1, at, "b/b0"
+	return sc
 }
 
 // TestBorrowHoldJudgesEachJobsOwnState: jobs of one tenant, class and

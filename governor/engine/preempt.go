@@ -589,9 +589,12 @@ func outranked(v *victim, prio int) bool {
 // tenant is below its share; the head takes them back when their work
 // is checkpointed (FairLostWork) and they ran FairMinRun, as Slurm's
 // backfill never delays the job it reserves for. A requeue keeps the
-// victim's queued-at: it stays behind the head.
+// victim's queued-at: it stays behind the head. j waited since it last
+// entered the queue (waitingSince): a head that was itself requeued keeps
+// its queued-at too, and a job admitted while the head still ran passed
+// nothing.
 func (cy *cycle) passedHead(j *Job, v *victim, prio int) bool {
-	return cy.starvedHeads[j] && v.prio == prio && v.j.AdmittedAt.After(j.QueuedAt) &&
+	return cy.starvedHeads[j] && v.prio == prio && v.j.AdmittedAt.After(waitingSince(j)) &&
 		(v.j.QueuedAt.IsZero() || v.j.QueuedAt.After(j.QueuedAt)) &&
 		v.lost <= FairLostWork && cy.s.Now.Sub(v.newest) >= cy.cfg.fairMinRun()
 }
