@@ -224,7 +224,7 @@ func (cy *cycle) checkBorrowHold(j *Job, acct *account, quotaCheck Check) *Check
 	if over == "" {
 		return nil
 	}
-	return &Check{Name: "order", Detail: fmt.Sprintf("would borrow from cohort %s, whose lending is held for %s (tenant %s, below its nominal quota at weighted share %.2f, has waited %s, longer than the starvation timeout %s), past its fair share of the cohort (%s): borrowing past the fair shares resumes once it is admitted",
+	return &Check{Name: "order", Cohort: acct.cohort.name, Detail: fmt.Sprintf("would borrow from cohort %s, whose lending is held for %s (tenant %s, below its nominal quota at weighted share %.2f, has waited %s, longer than the starvation timeout %s), past its fair share of the cohort (%s): borrowing past the fair shares resumes once it is admitted",
 		acct.cohort.name, h.head.Key(), h.acct.t.Namespace, h.acct.share, cy.s.Now.Sub(h.since).Round(time.Second), cy.cfg.StarvationTimeout, over)}
 }
 

@@ -45,6 +45,9 @@ func TestBorrowHold(t *testing.T) {
 	must.Eq(t, []BorrowHold{{Job: "a/big", Cohort: "default", Start: now.Add(time.Hour), Entitled: borrowSceneEntitled}}, p.BorrowHolds)
 	must.StrContains(t, p.Verdicts["b/slow"].Reason, "whose lending is held for a/big")
 	must.StrContains(t, p.Verdicts["b/slow"].Reason, "past its fair share of the cohort (gpu: would use 14, fair share 8.5)")
+	held := p.Verdicts["b/slow"].Failed()
+	must.Eq(t, "order", held.Name)
+	must.Eq(t, "default", held.Cohort) // the cohort whose lending is held
 	must.Eq(t, Admitted, p.Verdicts["b/quick"].State, must.Sprint(p.Verdicts["b/quick"].Reason))
 	must.Eq(t, Admitted, p.Verdicts["c/own"].State, must.Sprint(p.Verdicts["c/own"].Reason))
 	must.StrContains(t, p.Verdicts["a/big"].Reason, "quota")
@@ -136,6 +139,7 @@ func TestReservationForTheMostStarved(t *testing.T) {
 	must.Eq(t, "a/gang", p.Reservations[0].Job)
 	must.Eq(t, map[string]string{"gpu": "a/gang"}, p.Starving)
 	must.StrContains(t, p.Verdicts["b/hgang"].Reason, "waiting behind a/gang")
+	must.Eq(t, "", p.Verdicts["b/hgang"].Failed().Cohort) // a reservation, no borrow hold
 }
 
 // TestPropertyStarvedHeadNoChurn: over many cycles of random arrivals on

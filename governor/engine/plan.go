@@ -120,7 +120,9 @@ type Check struct {
 	Permanent bool `json:",omitempty"`
 	// Detail explains class, fit and order checks.
 	Detail string `json:",omitempty"`
-	// Tenant and Cohort name whose numbers limit and quota checks show.
+	// Tenant and Cohort name whose numbers limit and quota checks show;
+	// an order check names the Cohort whose lending a borrow hold holds
+	// (borrowhold.go), none when a pool's reservation holds the job.
 	Tenant string `json:",omitempty"`
 	Cohort string `json:",omitempty"`
 	// Amounts holds the numbers of limit and quota checks, by resource.
@@ -169,6 +171,12 @@ type Verdict struct {
 	// Nodes is Decision.Nodes for a job this decision admits (the proxy's
 	// path, Base.Decide): the pin its write must carry.
 	Nodes map[string][]string `json:",omitempty"`
+}
+
+// Failed returns the verdict's first failing check; nil when every check
+// passed.
+func (v *Verdict) Failed() *Check {
+	return firstFailed(v.Checks)
 }
 
 // TenantStatus is a tenant's accounting after a cycle.

@@ -166,7 +166,11 @@ func (c *churnScan) verdictOf(v *engine.Verdict) string {
 	if c.reasons {
 		return v.Reason
 	}
-	return v.State.String() + firstFailed(v)
+	name := ""
+	if c := failedCheck(v); c != nil {
+		name = c.Name
+	}
+	return v.State.String() + name
 }
 
 func (c *churnScan) watchesVictim(pr engine.Preemption) bool {

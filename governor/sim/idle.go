@@ -19,6 +19,10 @@ const (
 	// IdleReservation: a waiting job would fit but waits behind a starving
 	// head whose reservation protects the capacity.
 	IdleReservation
+	// IdleHold: a waiting job would fit but would borrow past its
+	// tenant's fair share while a starving head of a tenant below its
+	// nominal quota holds the cohort's lending (a borrow hold).
+	IdleHold
 	// IdleFragmentation: free GPUs that no waiting job's shape fits.
 	IdleFragmentation
 	// IdleCycle: a waiting job fits and passes every check the governor
@@ -44,16 +48,22 @@ func IdleCauses() []IdleCause {
 
 // String names the cause.
 func (c IdleCause) String() string {
-	return [...]string{"tenant limits", "reservations", "fragmentation", "cycle delay", "preemption back-off", "partly placed jobs"}[c]
+	return [...]string{"tenant limits", "reservations", "borrow holds", "fragmentation", "cycle delay", "preemption back-off", "partly placed jobs"}[c]
 }
 
-// causeOf maps the first failing check of a held job's latest verdict to
-// the cause that keeps it off free GPUs it would fit.
-func causeOf(check string) IdleCause {
-	switch check {
+// causeOf maps the first failing check of a held job's latest verdict
+// (nil: none yet) to the cause that keeps it off free GPUs it would fit.
+func causeOf(check *engine.Check) IdleCause {
+	if check == nil {
+		return IdleCycle
+	}
+	switch check.Name {
 	case "limit", "quota", "class", "type":
 		return IdleLimits
 	case "order":
+		if check.Cohort != "" {
+			return IdleHold
+		}
 		return IdleReservation
 	case "backoff":
 		return IdleChurn
@@ -63,18 +73,13 @@ func causeOf(check string) IdleCause {
 	return IdleCycle
 }
 
-// firstFailed returns the name of the first failing check of a verdict,
-// "" when none failed (or there is no verdict).
-func firstFailed(v *engine.Verdict) string {
+// failedCheck returns the first failing check of a verdict, nil when
+// none failed (or there is no verdict).
+func failedCheck(v *engine.Verdict) *engine.Check {
 	if v == nil {
-		return ""
+		return nil
 	}
-	for _, c := range v.Checks {
-		if !c.OK {
-			return c.Name
-		}
-	}
-	return ""
+	return v.Failed()
 }
 
 // idleSplit splits the free GPUs of this instant by cause when work
@@ -118,7 +123,7 @@ func (s *sim) idleSplit() [numIdleCauses]int {
 		}
 		c := IdleCycle
 		if s.policy == Allot {
-			c = causeOf(j.blockedBy)
+			c = causeOf(j.blocked)
 		}
 		out[c] += n
 		idle -= n

@@ -77,8 +77,9 @@ type jobRun struct {
 	// lastPreemptTry rate-limits nomad-priority preemption attempts.
 	lastPreemptTry time.Duration
 	ended          int
-	// blockedBy is the first failing check of the held job's latest
-	// verdict ("" when it passed or has none yet).
+	// blocked is the first failing check of the held job's latest
+	// verdict (nil when it passed or has none yet); blockedBy its name.
+	blocked   *engine.Check
 	blockedBy string
 	// pin holds, per group, the sorted indices of the nodes the engine
 	// pinned the admitted job to (nil: not pinned; a nil group places

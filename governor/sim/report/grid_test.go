@@ -78,7 +78,7 @@ func containsSeed(seeds []int64, s int64) bool {
 //
 //	GOMAXPROCS=1 go test -tags simgrid -run '^TestGrid$' -v -timeout 60m ./governor/sim/report/
 func TestGrid(t *testing.T) {
-	fmt.Println("| scenario | load | seed | useful allot / fifo (Δ); net of work lost allot (Δ) | share error allot (fifo); idle floor / among allocated, allot (fifo) | lowest recv÷ent allot (fifo); of allocated | p95 within nominal allot / fifo (h) | GPU-h lost | idle allot: limits/resv/frag/cycle/backoff (fifo frag/gang) |")
+	fmt.Println("| scenario | load | seed | useful allot / fifo (Δ); net of work lost allot (Δ) | share error allot (fifo); idle floor / among allocated, allot (fifo) | lowest recv÷ent allot (fifo); of allocated | p95 within nominal allot / fifo (h) | GPU-h lost | idle allot: limits/resv/hold/frag/cycle/backoff (fifo frag/gang) |")
 	fmt.Println("|---|---:|---:|---:|---|---:|---:|---:|---|")
 	for _, c := range gridCases() {
 		file, name := "../scenarios/standard.hcl", "standard"
@@ -108,10 +108,10 @@ func TestGrid(t *testing.T) {
 		if a.WaitWithinNominal.N > 0 {
 			p95 = fmt.Sprintf("%.2f / %.2f", a.WaitWithinNominal.P95.Hours(), f.WaitWithinNominal.P95.Hours())
 		}
-		fmt.Printf("| %s | %.1f | %d | %.1f / %.1f (%+.1f); %.1f (%+.1f) | %.3f (%.3f); %.3f / %.3f (%.3f / %.3f) | %s (%s); %s | %s | %.0f | %s/%s/%s/%s/%s (%s/%s) |\n",
+		fmt.Printf("| %s | %.1f | %d | %.1f / %.1f (%+.1f); %.1f (%+.1f) | %.3f (%.3f); %.3f / %.3f (%.3f / %.3f) | %s (%s); %s | %s | %.0f | %s/%s/%s/%s/%s/%s (%s/%s) |\n",
 			name, c.load, c.seed, 100*a.UsefulRate, 100*f.UsefulRate, 100*(a.UsefulRate-f.UsefulRate), 100*a.NetUsefulRate, 100*(a.NetUsefulRate-f.NetUsefulRate),
 			a.ShareError, f.ShareError, a.ShareErrorIdle, a.ShareErrorAllocated, f.ShareErrorIdle, f.ShareErrorAllocated, lowest(a), lowest(f), lowestAllocated(a), p95, a.LostGPUHours,
-			idle(a, sim.IdleLimits), idle(a, sim.IdleReservation), idle(a, sim.IdleFragmentation), idle(a, sim.IdleCycle), idle(a, sim.IdleChurn),
+			idle(a, sim.IdleLimits), idle(a, sim.IdleReservation), idle(a, sim.IdleHold), idle(a, sim.IdleFragmentation), idle(a, sim.IdleCycle), idle(a, sim.IdleChurn),
 			idle(f, sim.IdleFragmentation), idle(f, sim.IdleGang))
 	}
 }
