@@ -32,10 +32,6 @@ func (s *sim) cycle() {
 	}
 	for _, j := range s.held {
 		j.blocked = failedCheck(plan.Verdicts[j.key()])
-		j.blockedBy = ""
-		if j.blocked != nil {
-			j.blockedBy = j.blocked.Name
-		}
 	}
 	var admits []*jobRun
 	var unpins []*jobRun

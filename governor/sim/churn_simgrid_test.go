@@ -166,11 +166,7 @@ func (c *churnScan) verdictOf(v *engine.Verdict) string {
 	if c.reasons {
 		return v.Reason
 	}
-	name := ""
-	if c := failedCheck(v); c != nil {
-		name = c.Name
-	}
-	return v.State.String() + name
+	return v.State.String() + checkName(failedCheck(v))
 }
 
 func (c *churnScan) watchesVictim(pr engine.Preemption) bool {

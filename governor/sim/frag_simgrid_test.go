@@ -90,7 +90,7 @@ func (m *fragMeter) settle() {
 			f.wholeOnly = false
 			continue
 		}
-		f.checks[j.blockedBy] = true
+		f.checks[j.blockedBy()] = true
 	}
 	for _, nd := range m.s.nodes {
 		n := nd.freeGPUs()

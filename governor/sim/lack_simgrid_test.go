@@ -178,10 +178,10 @@ func (m *lackMeter) settle() {
 // that nominal, and then by whether the job alone would fit it.
 func (m *lackMeter) cause(j *jobRun, used, nominal int) string {
 	switch {
-	case j.blockedBy == "":
+	case j.blockedBy() == "":
 		return "(none yet)"
-	case j.blockedBy != "quota":
-		return j.blockedBy
+	case j.blockedBy() != "quota":
+		return j.blockedBy()
 	case used >= nominal:
 		return "quota, tenant at or above its nominal"
 	case j.w.GPUs() > nominal:

@@ -78,9 +78,8 @@ type jobRun struct {
 	lastPreemptTry time.Duration
 	ended          int
 	// blocked is the first failing check of the held job's latest
-	// verdict (nil when it passed or has none yet); blockedBy its name.
-	blocked   *engine.Check
-	blockedBy string
+	// verdict (nil when it passed or has none yet); blockedBy names it.
+	blocked *engine.Check
 	// pin holds, per group, the sorted indices of the nodes the engine
 	// pinned the admitted job to (nil: not pinned; a nil group places
 	// anywhere), pin.go.
