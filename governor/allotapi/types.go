@@ -74,7 +74,9 @@ type Check struct {
 	// Permanent marks a failing check no change of usage or capacity can
 	// make pass.
 	Permanent bool `json:",omitempty"`
-	// Tenant and Cohort name whose numbers limit and quota checks show.
+	// Tenant and Cohort name whose numbers limit and quota checks show;
+	// a failing order check names the Cohort whose lending a borrow hold
+	// holds for a starving job (none when a reservation holds the job).
 	Tenant string `json:",omitempty"`
 	Cohort string `json:",omitempty"`
 	// Amounts holds the numbers of limit and quota checks, by resource.
