@@ -82,20 +82,6 @@ func failedCheck(v *engine.Verdict) *engine.Check {
 	return v.Failed()
 }
 
-// blockedBy names the first failing check of held job j's latest
-// verdict, "" when it passed or has none yet.
-func (j *jobRun) blockedBy() string {
-	return checkName(j.blocked)
-}
-
-// checkName is c's name, "" for no check.
-func checkName(c *engine.Check) string {
-	if c == nil {
-		return ""
-	}
-	return c.Name
-}
-
 // idleSplit splits the free GPUs of this instant by cause when work
 // waits: waiting jobs, in submission order, are packed first fit onto a
 // copy of the free capacity, ignoring every governor rule; the GPUs a job

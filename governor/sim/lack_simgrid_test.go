@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-sh/allot/governor/engine"
 	"github.com/allot-sh/allot/governor/sim/fleet"
 	"github.com/shoenig/test/must"
 )
@@ -41,6 +42,20 @@ func TestShareErrorByCheck(t *testing.T) {
 		// the same fair division.
 		must.InDelta(t, sum.ShareError, got, 1e-3)
 	}
+}
+
+// blockedBy names the first failing check of held job j's latest
+// verdict, "" when it passed or has none yet (the scans' split by check).
+func (j *jobRun) blockedBy() string {
+	return checkName(j.blocked)
+}
+
+// checkName is c's name, "" for no check.
+func checkName(c *engine.Check) string {
+	if c == nil {
+		return ""
+	}
+	return c.Name
 }
 
 // gridRow is one load:seed row of SIMGRID_ROWS on SIMGRID_CLUSTER.
