@@ -140,6 +140,7 @@ func TestReservationForTheMostStarved(t *testing.T) {
 	must.Eq(t, map[string]string{"gpu": "a/gang"}, p.Starving)
 	must.StrContains(t, p.Verdicts["b/hgang"].Reason, "waiting behind a/gang")
 	must.Eq(t, "", p.Verdicts["b/hgang"].Failed().Cohort) // a reservation, no borrow hold
+	must.Nil(t, p.Verdicts["no/such-job"].Failed())       // no verdict, no failing check
 }
 
 // TestPropertyStarvedHeadNoChurn: over many cycles of random arrivals on

@@ -174,8 +174,11 @@ type Verdict struct {
 }
 
 // Failed returns the verdict's first failing check; nil when every check
-// passed.
+// passed (or there is no verdict: a nil v).
 func (v *Verdict) Failed() *Check {
+	if v == nil {
+		return nil
+	}
 	return firstFailed(v.Checks)
 }
 

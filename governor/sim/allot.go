@@ -31,7 +31,7 @@ func (s *sim) cycle() {
 		}
 	}
 	for _, j := range s.held {
-		j.blocked = failedCheck(plan.Verdicts[j.key()])
+		j.blocked = plan.Verdicts[j.key()].Failed()
 	}
 	var admits []*jobRun
 	var unpins []*jobRun

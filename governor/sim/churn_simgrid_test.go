@@ -166,7 +166,7 @@ func (c *churnScan) verdictOf(v *engine.Verdict) string {
 	if c.reasons {
 		return v.Reason
 	}
-	return v.State.String() + checkName(failedCheck(v))
+	return v.State.String() + checkName(v.Failed())
 }
 
 func (c *churnScan) watchesVictim(pr engine.Preemption) bool {

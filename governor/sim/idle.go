@@ -73,15 +73,6 @@ func causeOf(check *engine.Check) IdleCause {
 	return IdleCycle
 }
 
-// failedCheck returns the first failing check of a verdict, nil when
-// none failed (or there is no verdict).
-func failedCheck(v *engine.Verdict) *engine.Check {
-	if v == nil {
-		return nil
-	}
-	return v.Failed()
-}
-
 // idleSplit splits the free GPUs of this instant by cause when work
 // waits: waiting jobs, in submission order, are packed first fit onto a
 // copy of the free capacity, ignoring every governor rule; the GPUs a job
