@@ -17,8 +17,9 @@ import (
 // idle capacity runs the head instead.
 //
 // A move takes only jobs that are no victims of a higher class than the
-// head and lose at most FairLostWork, unless they save a checkpoint when
-// stopped (movable); that ran at least MoveMinRun, were not requeued
+// head and lose at most FairLostWork, or that stop cheaply whatever their
+// class (they save a checkpoint when stopped or lose at most
+// FairCheapLoss: movable); that ran at least MoveMinRun, were not requeued
 // within MoveCooldown (a job is never moved back and forth), are no
 // dispatched children
 // (those are stopped, not requeued) and whose allocations all lie in the
@@ -130,14 +131,16 @@ func (cy *cycle) moveCandidates(j *Job, s *trial) []*victim {
 }
 
 // movable reports whether victim v may be moved for head j of class
-// priority prio. A job that saves a checkpoint when stopped
-// (Group.SavesOnStop: its device tasks run under the ckpt driver) is
-// moved whatever its class and its last checkpoint: it loses no work and
-// runs again at once elsewhere (fitsMoved), where a fragment would
-// otherwise idle beside a waiting gang (docs/simulator.md, round 34).
+// priority prio. A job that stops cheaply (victim.stopsCheaply: it saves
+// a checkpoint when stopped, its device tasks under the ckpt driver, or
+// checkpointed or started within FairCheapLoss) is moved whatever its
+// class: it loses little or no work and runs again at once elsewhere
+// (fitsMoved), where a fragment would otherwise idle beside a waiting
+// gang (docs/simulator.md, rounds 34 and 50), as a starving head's
+// fair-share victims are taken whatever their class.
 func (cy *cycle) movable(j *Job, v *victim, prio int, s *trial) bool {
 	now := cy.s.Now
-	spared := v.j.savesOnStop() || v.prio <= prio && v.lost <= FairLostWork
+	spared := v.stopsCheaply() || v.prio <= prio && v.lost <= FairLostWork
 	return v.j != j && !cy.pre.requeued[v.key] && spared &&
 		now.Sub(v.newest) >= cy.cfg.moveMinRun() && (v.j.RequeuedAt.IsZero() || now.Sub(v.j.RequeuedAt) >= MoveCooldown) &&
 		!v.j.Dispatched && !preemptedBy(j, v.key) && s.relevant(v)

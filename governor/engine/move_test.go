@@ -28,14 +28,17 @@ func moveScene(lostMin int) *scene {
 	return sc.queue(big)
 }
 
-// runningHigh is moveScene(5) with every running job of class high,
-// above the head's standard.
-func runningHigh() *scene {
-	sc := moveScene(5)
+// runningHigh is moveScene with every running job of class high, above
+// the head's standard, and checkpointed lostMin minutes ago.
+func runningHigh(lostMin int) *scene {
+	sc := moveScene(lostMin)
 	for _, j := range sc.jobs {
 		if j.State == Admitted {
 			j.Class = "high"
 		}
+	}
+	for _, a := range sc.allocs {
+		a.LastCheckpoint = t0.Add(10 * time.Second).Add(-time.Duration(lostMin) * time.Minute)
 	}
 	return sc
 }
@@ -60,7 +63,8 @@ func (sc *scene) job(id string) *Job {
 // TestMove: the starving head that fails only fit moves the cheapest
 // jobs off the least used node when each fits elsewhere at once; no move
 // when a moved job would not fit elsewhere, would lose more than
-// FairLostWork or is of a higher class (unless it saves on stop),
+// FairLostWork, or is of a higher class and loses more than
+// FairCheapLoss (unless it saves on stop),
 // started or was requeued too recently, when the reservation starts soon, when the job is not (yet)
 // the starving head, or with preemption disabled.
 func TestMove(t *testing.T) {
@@ -109,12 +113,16 @@ func TestMove(t *testing.T) {
 				return sc
 			},
 		},
-		"a higher class is not moved": {
-			sc: runningHigh,
+		"a higher class that loses more than FairCheapLoss is not moved": {
+			sc: func() *scene { return runningHigh(10) },
+		},
+		"a higher class that checkpointed within FairCheapLoss moves": {
+			sc:      func() *scene { return runningHigh(5) },
+			victims: []string{"b2<-a/big"},
 		},
 		"a higher class that saves on stop moves": {
 			sc: func() *scene {
-				sc := runningHigh()
+				sc := runningHigh(10)
 				saveOnStop(sc.job("b2"))
 				return sc
 			},
