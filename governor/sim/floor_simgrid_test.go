@@ -135,7 +135,7 @@ func (m *floorMeter) settle() {
 	if smp.T > Week {
 		return
 	}
-	fair := FairShare(s.m.gpus, m.lack.weights, (&Result{Limit: m.lack.limits}).claim(smp))
+	fair := m.lack.fair(smp)
 	n := len(fair)
 	all, held := make([][]int, n), make([][]int, n)
 	running, none := make([]int, n), make([]int, n)

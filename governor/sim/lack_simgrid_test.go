@@ -160,7 +160,7 @@ func (m *lackMeter) settle() {
 	if smp.T > Week {
 		return
 	}
-	fair := FairShare(m.s.m.gpus, m.weights, (&Result{Limit: m.limits}).claim(smp))
+	fair := m.fair(smp)
 	held := make([]map[string]int, len(fair))
 	heldGPUs := make([]int, len(fair))
 	for _, j := range m.s.held {
@@ -186,6 +186,12 @@ func (m *lackMeter) settle() {
 			m.lack[i][c] += d * float64(g) / float64(heldGPUs[i])
 		}
 	}
+}
+
+// fair is each tenant's entitlement at sample smp, as Summarize scores
+// it.
+func (m *lackMeter) fair(smp Sample) []float64 {
+	return FairShare(m.s.m.gpus, m.weights, (&Result{Limit: m.limits}).claim(smp))
 }
 
 // cause names held job j's first failing check; quota is split by

@@ -58,7 +58,7 @@ func TestShareErrorBeyond(t *testing.T) {
 
 // beyond adds sample smp's GPU-time held beyond entitlement to by.
 func beyond(s *sim, m *lackMeter, smp Sample, by map[string]float64) {
-	fair := FairShare(s.m.gpus, m.weights, (&Result{Limit: m.limits}).claim(smp))
+	fair := m.fair(smp)
 	run := make([][]*jobRun, len(fair))
 	for _, j := range s.jobs[:s.submitted] {
 		if j.running && !j.done {
