@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestShareErrorBeyond(t *testing.T) {
 		keys := make([]string, 0, len(by))
 		for k, v := range by {
 			keys = append(keys, k)
-			if len(k) > 6 && k[:6] == "stop: " {
+			if strings.HasPrefix(k, "stop: ") {
 				split += v
 			}
 		}
@@ -60,7 +61,7 @@ func TestShareErrorBeyond(t *testing.T) {
 func beyond(s *sim, m *lackMeter, smp Sample, by map[string]float64) {
 	fair := m.fair(smp)
 	run := make([][]*jobRun, len(fair))
-	for _, j := range s.jobs[:s.submitted] {
+	for _, j := range s.jobs[s.firstOpen:s.submitted] {
 		if j.running && !j.done {
 			i := s.m.tIdx[j.w.Tenant]
 			run[i] = append(run[i], j)
@@ -87,7 +88,7 @@ func beyond(s *sim, m *lackMeter, smp Sample, by map[string]float64) {
 		by[tn+": beyond its largest job"] += math.Max(0, float64(smp.Tenant[i])-math.Max(fair[i], float64(big)))
 		for _, j := range run[i] {
 			w := d * float64(j.w.GPUs()) / float64(tot)
-			by["stop: "+stopCost(s.unsaved(j, j.progress+s.now-j.runningSince))] += w
+			by["stop: "+stopCost(s.stopLoss(j))] += w
 			by[fmt.Sprintf("never checkpoints: %v", j.w.Checkpoint == 0 && !j.w.SavesOnStop)] += w
 		}
 	}
