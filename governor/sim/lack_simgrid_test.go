@@ -137,6 +137,9 @@ type lackMeter struct {
 	under, over     []float64
 	// lack holds, per tenant, its lack by the held jobs' failing check.
 	lack []map[string]float64
+	// also, when set, is called with every sample settle reads within
+	// the week and its entitlements (another scan's per-sample split).
+	also func(smp Sample, fair []float64)
 }
 
 func newLackMeter(s *sim) *lackMeter {
@@ -185,6 +188,9 @@ func (m *lackMeter) settle() {
 		for c, g := range held[i] {
 			m.lack[i][c] += d * float64(g) / float64(heldGPUs[i])
 		}
+	}
+	if m.also != nil {
+		m.also(smp, fair)
 	}
 }
 

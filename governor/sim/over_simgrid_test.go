@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-sh/allot/governor/engine"
 )
 
 // TestShareErrorBeyond splits the GPU-time tenants hold beyond their
@@ -25,15 +27,8 @@ func TestShareErrorBeyond(t *testing.T) {
 		s := row.sim(t)
 		m := newLackMeter(s)
 		by := map[string]float64{}
-		s.onSettle = func() {
-			if len(s.m.samples) == m.seen {
-				return
-			}
-			m.settle()
-			if smp := s.m.samples[m.seen-1]; smp.T <= Week {
-				beyond(s, m, smp, by)
-			}
-		}
+		m.also = func(smp Sample, fair []float64) { beyond(s, fair, smp, by) }
+		s.onSettle = m.settle
 		s.loop()
 		sum := Summarize(s.result())
 		fmt.Printf("\n%s load %.1f seed %d: share error %.4f\n", row.cluster, row.load, row.seed, sum.ShareError)
@@ -57,9 +52,9 @@ func TestShareErrorBeyond(t *testing.T) {
 	}
 }
 
-// beyond adds sample smp's GPU-time held beyond entitlement to by.
-func beyond(s *sim, m *lackMeter, smp Sample, by map[string]float64) {
-	fair := m.fair(smp)
+// beyond adds sample smp's GPU-time held beyond the entitlements fair
+// to by.
+func beyond(s *sim, fair []float64, smp Sample, by map[string]float64) {
 	run := make([][]*jobRun, len(fair))
 	for _, j := range s.jobs[s.firstOpen:s.submitted] {
 		if j.running && !j.done {
@@ -94,13 +89,16 @@ func beyond(s *sim, m *lackMeter, smp Sample, by map[string]float64) {
 	}
 }
 
-// stopCost buckets the work a stop would throw away.
+// stopCost buckets the work a stop would throw away by the engine's
+// bounds on it: engine.FairCheapLoss (a cheap stop) and
+// engine.FairLostWork (what fairness and moves may take).
 func stopCost(lost time.Duration) string {
+	cheap, fair := engine.FairCheapLoss, engine.FairLostWork
 	switch {
-	case lost <= 5*time.Minute:
-		return "throws away ≤ 5m"
-	case lost <= 30*time.Minute:
-		return "throws away 5-30m"
+	case lost <= cheap:
+		return fmt.Sprintf("throws away ≤ %v", cheap)
+	case lost <= fair:
+		return fmt.Sprintf("throws away %v-%v", cheap, fair)
 	}
-	return "throws away > 30m"
+	return fmt.Sprintf("throws away > %v", fair)
 }
