@@ -101,6 +101,10 @@ func TestRebuildBeforeStart(t *testing.T) {
 	wait, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
 	must.True(t, r.rebuild(wait, ctx))
+	// As in TestRebuildRestartsTheWatcher: the stream opens right after
+	// rebuild returns (make test saw nil once).
+	must.Wait(t, twait.InitialSuccess(twait.BoolFunc(func() bool { _, streams := src.seen(); return len(streams) == 1 }),
+		twait.Timeout(10*time.Second), twait.Gap(time.Millisecond)))
 	listings, streams := src.seen()
 	must.Eq(t, 1, listings)
 	must.Eq(t, []uint64{100}, streams)
